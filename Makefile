@@ -1,0 +1,34 @@
+# Two commands matter: `make up` (run the embedded platform) and `make test` (what CI runs).
+PY      := .venv/bin/python
+UV      := .venv/bin/uv
+STAMP   := .venv/.synced
+
+.PHONY: install up test lint typecheck pytest clean
+
+$(PY):
+	python3 -m venv .venv
+	.venv/bin/pip install -q "uv>=0.5,<1"
+
+$(STAMP): $(PY) uv.lock pyproject.toml
+	$(UV) sync --frozen --all-groups -q
+	touch $(STAMP)
+
+install: $(STAMP)
+
+up: install
+	.venv/bin/lomo up
+
+lint: install
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+typecheck: install
+	.venv/bin/mypy lomo workflows activities api memory workspace sim
+
+pytest: install
+	.venv/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf .venv .lomo .mypy_cache .ruff_cache
