@@ -1,0 +1,1 @@
+"""Temporal activities: all I/O of the runtime. Temporal owns retries."""

@@ -1,0 +1,1 @@
+"""The HTTP API: thin routes over data access and the Temporal client."""

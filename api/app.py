@@ -1,0 +1,56 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api import errors
+from api.routes import callbacks, events, health, messages, objects, tasks, users
+from lomo.db.engine import Database
+from lomo.settings import Settings
+from lomo.temporal import connect
+from workspace.store import AssetStore
+
+
+def _lazy_temporal(settings: Settings) -> Callable[[], Awaitable[Client]]:
+    """Connect on first use so the api starts (and answers /healthz) before Temporal does."""
+    lock = asyncio.Lock()
+    client: list[Client] = []
+
+    async def get() -> Client:
+        async with lock:
+            if not client:
+                client.append(await connect(settings))
+        return client[0]
+
+    return get
+
+
+def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await app.state.db.dispose()
+
+    app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.db = Database(settings.resolved_database_url)
+    app.state.assets = AssetStore(settings.resolved_asset_dir)
+    if temporal is not None:
+        fixed = temporal
+
+        async def given() -> Client:
+            return fixed
+
+        app.state.temporal = given
+    else:
+        app.state.temporal = _lazy_temporal(settings)
+    errors.install(app)
+    for r in (health, users, messages, tasks, objects, events, callbacks):
+        app.include_router(r.router)
+    return app

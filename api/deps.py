@@ -1,0 +1,76 @@
+"""Annotated dependencies, in one place."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+from temporalio.client import Client
+
+from lomo.auth import user_for_token
+from lomo.db.engine import Database
+from lomo.db.models import User
+from lomo.errors import Unauthorized
+from lomo.settings import Settings
+from workspace.store import AssetStore
+
+
+def get_settings_dep(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_db(request: Request) -> Database:
+    db: Database = request.app.state.db
+    return db
+
+
+async def get_session(db: Annotated[Database, Depends(get_db)]) -> AsyncIterator[AsyncSession]:
+    async with db.session() as s:
+        yield s
+
+
+async def get_temporal(request: Request) -> Client:
+    client: Client = await request.app.state.temporal()
+    return client
+
+
+def get_assets(request: Request) -> AssetStore:
+    store: AssetStore = request.app.state.assets
+    return store
+
+
+def _bearer(authorization: str | None) -> str:
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise Unauthorized("missing bearer token")
+    return authorization[7:].strip()
+
+
+async def current_user(
+    db: Annotated[Database, Depends(get_db)],
+    authorization: Annotated[str | None, Header()] = None,
+) -> User:
+    token = _bearer(authorization)
+    async with db.session() as s:
+        return await user_for_token(s, token)
+
+
+def require_admin(
+    settings: Annotated[Settings, Depends(get_settings_dep)],
+    authorization: Annotated[str | None, Header()] = None,
+) -> None:
+    token = _bearer(authorization)
+    if not hmac.compare_digest(token, settings.admin_token.get_secret_value()):
+        raise Unauthorized("admin token required")
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+DbDep = Annotated[Database, Depends(get_db)]
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+TemporalDep = Annotated[Client, Depends(get_temporal)]
+UserDep = Annotated[User, Depends(current_user)]
+AssetsDep = Annotated[AssetStore, Depends(get_assets)]
+AdminDep = Annotated[None, Depends(require_admin)]

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from sqlalchemy import select
+
+from activities.runtime import TERMINAL_ORDER, apply_job_state
+from api.deps import DbDep, SettingsDep, TemporalDep
+from api.dispatch import signal_generation
+from lomo.db.models import GenerationOrder
+from lomo.errors import InvalidInput, NotFound, Unauthorized
+from lomo.events import append_event
+
+router = APIRouter(prefix="/v1/generation", tags=["generation"])
+
+
+def sign(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@router.post("/callbacks")
+async def callback(
+    request: Request,
+    db: DbDep,
+    settings: SettingsDep,
+    temporal: TemporalDep,
+    x_lomo_signature: Annotated[str | None, Header()] = None,
+) -> dict[str, Any]:
+    body = await request.body()
+    expected = sign(settings.callback_secret.get_secret_value(), body)
+    if not x_lomo_signature or not hmac.compare_digest(x_lomo_signature, expected):
+        raise Unauthorized("bad or missing X-Lomo-Signature")
+    try:
+        ev = json.loads(body)
+        job_id, status = str(ev["job_id"]), str(ev["status"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise InvalidInput(f"malformed callback: {e}") from e
+    async with db.session() as s:
+        order = await s.scalar(
+            select(GenerationOrder)
+            .where(GenerationOrder.upstream_job_id == job_id)
+            .with_for_update()
+        )
+        if order is None:
+            raise NotFound(f"no order for job {job_id}")
+        was_terminal = order.status in TERMINAL_ORDER
+        changed = apply_job_state(order, status, float(ev.get("progress", 0)), ev.get("seq"), ev)
+        now_terminal = order.status in TERMINAL_ORDER
+        if changed:
+            kind = "generation.completed" if now_terminal else "generation.progress"
+            await append_event(
+                s,
+                order.workspace_id,
+                kind,
+                {
+                    "order_id": order.id,
+                    "task_id": order.task_id,
+                    "status": order.status,
+                    "progress": order.progress,
+                },
+            )
+        task_id, order_id, final = order.task_id, order.id, order.status
+    # Wake only on the transition into a terminal state: duplicates never wake twice.
+    if now_terminal and not was_terminal:
+        await signal_generation(temporal, task_id, order_id, final)
+    return {"ok": True, "changed": changed}

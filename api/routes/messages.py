@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.dispatch import deliver_to_task, route_via_main
+from lomo.db.models import MessageRow, Task
+from lomo.errors import InvalidInput, NotFound
+from lomo.events import append_event
+from lomo.ids import new_id
+
+router = APIRouter(prefix="/v1", tags=["messages"])
+
+
+class MessageIn(BaseModel):
+    text: str = Field(min_length=1)
+    client_message_id: str | None = Field(default=None, max_length=200)
+    task_id: str | None = None
+    card_id: str | None = None
+    object_id: str | None = None
+    attachments: list[str] = Field(default_factory=list)
+
+
+def message_view(m: MessageRow) -> dict[str, Any]:
+    routing: dict[str, Any] = {"status": m.routing_status, "deterministic": m.deterministic}
+    if m.decision:
+        routing["decision"] = m.decision
+    if m.task_id:
+        routing["task_id"] = m.task_id
+    out: dict[str, Any] = {"message_id": m.id, "text": m.text, "routing": routing}
+    if m.processed_turn is not None:
+        out["processed"] = {
+            "task_id": m.task_id,
+            "turn": m.processed_turn,
+            "step": m.processed_step,
+        }
+    return out
+
+
+async def accept_message(
+    body: MessageIn, user: Any, db: Any, settings: Any, temporal: Any, task_id: str | None
+) -> tuple[dict[str, Any], int]:
+    if len(body.text) > settings.max_message_chars:
+        raise InvalidInput(f"text is longer than {settings.max_message_chars} characters")
+    async with db.session() as s:
+        if body.client_message_id:
+            old = await s.scalar(
+                select(MessageRow).where(
+                    MessageRow.user_id == user.id,
+                    MessageRow.client_message_id == body.client_message_id,
+                )
+            )
+            if old is not None:  # the same client message again changes nothing
+                return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
+        if task_id:
+            task = await s.get(Task, task_id)
+            if task is None or task.user_id != user.id:
+                raise NotFound(f"no task {task_id}")
+        msg = MessageRow(
+            id=new_id("msg"),
+            user_id=user.id,
+            text=body.text,
+            client_message_id=body.client_message_id,
+            target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
+            routing_status="routed" if task_id else "pending",
+            deterministic=task_id is not None,
+            decision="existing" if task_id else None,
+            task_id=task_id,
+        )
+        s.add(msg)
+        try:
+            await s.flush()
+        except IntegrityError:  # a concurrent duplicate won the race
+            await s.rollback()
+            return await accept_message(body, user, db, settings, temporal, task_id)
+        await append_event(s, user.id, "message.received", {"message_id": msg.id})
+        if task_id:
+            await append_event(
+                s,
+                user.id,
+                "message.routed",
+                {"message_id": msg.id, "task_id": task_id, "deterministic": True},
+            )
+    # Persisted first (evidence), handed over second: a crash in between leaves a pending
+    # message that the same client_message_id can push again.
+    if task_id:
+        await deliver_to_task(temporal, task_id, msg.id)
+    else:
+        await route_via_main(temporal, settings, user.id, msg.id)
+    return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
+
+
+@router.post("/messages", status_code=202)
+async def post_message(
+    body: MessageIn, user: UserDep, db: DbDep, settings: SettingsDep, temporal: TemporalDep
+) -> dict[str, Any]:
+    result, _ = await accept_message(body, user, db, settings, temporal, body.task_id)
+    return result
+
+
+@router.get("/messages/{message_id}")
+async def get_message(message_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    async with db.session() as s:
+        m = await s.get(MessageRow, message_id)
+        if m is None or m.user_id != user.id:
+            raise NotFound(f"no message {message_id}")
+        return message_view(m)

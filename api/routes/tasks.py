@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.dispatch import stop_task
+from api.routes.messages import MessageIn, accept_message
+from lomo.db.models import ModelStep, Task, TaskObject
+from lomo.errors import NotFound
+
+router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
+
+
+class TaskMessageIn(BaseModel):
+    text: str = Field(min_length=1)
+    client_message_id: str | None = Field(default=None, max_length=200)
+
+
+async def _task(db: Any, user_id: str, task_id: str) -> dict[str, Any]:
+    async with db.session() as s:
+        t = await s.get(Task, task_id)
+        if t is None or t.user_id != user_id:
+            raise NotFound(f"no task {task_id}")
+        arts = await s.scalars(select(TaskObject.object_id).where(TaskObject.task_id == t.id))
+        return task_view(t, list(arts))
+
+
+def task_view(t: Task, artifacts: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "task_id": t.id,
+        "kind": t.kind,
+        "status": t.status,
+        "goal": t.goal,
+        "summary": t.summary,
+        "language": t.language,
+        "turn": t.turn,
+        "checklist": [],
+        "cards": [],
+        "waiting_on": t.waiting_on,
+        "artifacts": artifacts or [],
+        "created_at": t.created_at.isoformat(),
+        "updated_at": t.updated_at.isoformat(),
+    }
+
+
+@router.get("")
+async def list_tasks(
+    user: UserDep, db: DbDep, status: str | None = None, include_lightweight: bool = False
+) -> dict[str, Any]:
+    async with db.session() as s:
+        q = select(Task).where(Task.user_id == user.id).order_by(Task.created_at.desc())
+        if status:
+            q = q.where(Task.status == status)
+        if not include_lightweight:
+            q = q.where(Task.kind == "persistent")
+        return {"tasks": [task_view(t) for t in await s.scalars(q)]}
+
+
+@router.get("/{task_id}")
+async def get_task(task_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    return await _task(db, user.id, task_id)
+
+
+@router.get("/{task_id}/context")
+async def get_context(task_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    await _task(db, user.id, task_id)
+    async with db.session() as s:
+        last = await s.scalar(
+            select(ModelStep).where(ModelStep.task_id == task_id).order_by(ModelStep.id.desc())
+        )
+        if last is None:
+            raise NotFound(f"task {task_id} has not called the model yet")
+        layers = last.context["layers"]
+        return {
+            "layers": layers,
+            "tools": last.context.get("tools", []),
+            "total_tokens": sum(int(layer["tokens"]) for layer in layers),
+        }
+
+
+@router.post("/{task_id}/messages", status_code=202)
+async def post_task_message(
+    task_id: str,
+    body: TaskMessageIn,
+    user: UserDep,
+    db: DbDep,
+    settings: SettingsDep,
+    temporal: TemporalDep,
+) -> dict[str, Any]:
+    full = MessageIn(text=body.text, client_message_id=body.client_message_id, task_id=task_id)
+    result, _ = await accept_message(full, user, db, settings, temporal, task_id)
+    return result
+
+
+@router.post("/{task_id}/stop")
+async def stop(task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep) -> dict[str, Any]:
+    await _task(db, user.id, task_id)
+    await stop_task(temporal, task_id)
+    return await _task(db, user.id, task_id)

@@ -1,0 +1,1 @@
+"""Lomo's shared kernel: settings, database, ids, errors, model layer, CLI."""

@@ -1,0 +1,190 @@
+"""The `lomo` command line (API.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lomo.settings import Settings, get_settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+user_app = typer.Typer(no_args_is_help=True)
+app.add_typer(user_app, name="user", help="Manage users.")
+
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="Data directory (LOMO_DATA_DIR, default .lomo)")
+]
+
+
+def _settings(data_dir: Path | None = None) -> Settings:
+    if data_dir is not None:
+        import os
+
+        os.environ["LOMO_DATA_DIR"] = str(data_dir)
+        get_settings.cache_clear()
+    s = get_settings()
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    return s
+
+
+@app.callback()
+def _main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
+@app.command()
+def up(data_dir: DataDir = None) -> None:
+    """Start the embedded stack (Temporal, simulator, worker, api) until Ctrl-C."""
+    from lomo.cli.stack import up as run_up
+
+    raise typer.Exit(run_up(_settings(data_dir)))
+
+
+@app.command()
+def temporal(data_dir: DataDir = None) -> None:
+    """Run the Temporal dev server on a SQLite file in the data dir (with the Web UI)."""
+    from lomo.temporal import dev_server_command
+
+    s = _settings(data_dir)
+    import os
+
+    cmd = dev_server_command(
+        s.data_dir / "temporal.db", s.host, s.temporal_port, s.temporal_ui_port
+    )
+    os.execv(cmd[0], cmd)  # become the server, so signals reach it directly
+
+
+@app.command()
+def worker(data_dir: DataDir = None) -> None:
+    """Run a worker: all workflows and activities."""
+    from lomo.worker import main
+
+    main(_settings(data_dir))
+
+
+@app.command()
+def api(data_dir: DataDir = None, migrate: bool = True) -> None:
+    """Run the HTTP API (migrates the database first)."""
+    import uvicorn
+
+    from api.app import create_app
+    from lomo.db.migrate import upgrade
+
+    s = _settings(data_dir)
+    if migrate:
+        upgrade(s.resolved_database_url)
+    uvicorn.run(create_app(s), host=s.host, port=s.api_port, log_level="warning")
+
+
+@app.command()
+def sim(data_dir: DataDir = None) -> None:
+    """Run the generation simulator."""
+    from sim.server import run
+
+    s = _settings(data_dir)
+    run(s.host, s.sim_port, s.data_dir / "sim", s.callback_secret.get_secret_value(), s.sim_speed)
+
+
+@user_app.command("add")
+def user_add(name: str, data_dir: DataDir = None) -> None:
+    """Create a user and print its token (shown once)."""
+    from lomo.auth import create_user
+    from lomo.db.engine import Database
+    from lomo.db.migrate import upgrade
+
+    s = _settings(data_dir)
+    upgrade(s.resolved_database_url)
+
+    async def run() -> str:
+        db = Database(s.resolved_database_url)
+        try:
+            async with db.session() as session:
+                user, token = await create_user(session, name)
+                return json.dumps({"user_id": user.id, "name": user.name, "token": token})
+        finally:
+            await db.dispose()
+
+    typer.echo(asyncio.run(run()))
+
+
+@app.command()
+def tasks(
+    user: Annotated[str | None, typer.Option("--user")] = None,
+    stuck: Annotated[
+        float | None, typer.Option("--stuck", help="waiting longer than MINUTES")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List tasks (from the DB projection); --stuck N: waiting longer than N minutes."""
+    from sqlalchemy import select
+
+    from lomo.db.engine import Database
+    from lomo.db.models import Task
+
+    s = _settings(data_dir)
+
+    async def run() -> list[Task]:
+        db = Database(s.resolved_database_url)
+        try:
+            async with db.session() as session:
+                q = select(Task).order_by(Task.created_at)
+                if user:
+                    q = q.where(Task.user_id == user)
+                if stuck is not None:
+                    cutoff = datetime.now(UTC) - timedelta(minutes=stuck)
+                    q = q.where(
+                        Task.status.in_(("waiting_generation", "waiting_user")),
+                        Task.updated_at < cutoff,
+                    )
+                return list(await session.scalars(q))
+        finally:
+            await db.dispose()
+
+    for t in asyncio.run(run()):
+        typer.echo(
+            f"{t.id}\t{t.user_id}\t{t.kind}\t{t.status}\t{t.updated_at:%Y-%m-%dT%H:%M:%S}\t{t.goal[:60]}"
+        )
+
+
+@app.command()
+def replay(
+    workflow_id: Annotated[str | None, typer.Argument()] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="history JSON file")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Replay a history against the current workflow code; exit 1 on nondeterminism."""
+    from temporalio.client import WorkflowHistory
+    from temporalio.worker import Replayer
+
+    from lomo.temporal import connect
+    from lomo.worker import WORKFLOWS
+
+    if (workflow_id is None) == (file is None):
+        raise typer.BadParameter("give exactly one of WORKFLOW_ID or --file")
+    s = _settings(data_dir)
+
+    async def run() -> None:
+        if file is not None:
+            history = WorkflowHistory.from_json(file.stem, file.read_text())
+        else:
+            client = await connect(s)
+            history = await client.get_workflow_handle(workflow_id or "").fetch_history()
+        await Replayer(workflows=WORKFLOWS).replay_workflow(history)
+
+    try:
+        asyncio.run(run())
+    except Exception as e:
+        typer.echo(f"replay failed: {e}", err=True)
+        raise typer.Exit(1) from e
+    typer.echo("replay ok")
+
+
+if __name__ == "__main__":
+    sys.exit(app())

@@ -1,0 +1,152 @@
+"""`lomo up`: the embedded stack as child processes, each also runnable alone."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from lomo.settings import Settings
+
+log = logging.getLogger(__name__)
+PARTS = ("temporal", "sim", "worker", "api")
+
+
+def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, LOMO_DATA_DIR=str(settings.data_dir.resolve()))
+    out = open(logs / f"{part}.log", "ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "lomo.cli.main", part], env=env, stdout=out, stderr=out
+    )
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: process exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def _wait_temporal(settings: Settings, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    import socket
+
+    host, port = settings.resolved_temporal_address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"temporal exited with {proc.returncode}")
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex((host, int(port))) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError("temporal did not answer")
+
+
+def _demo_token(settings: Settings) -> str:
+    """The demo user is created once per data dir; its token is kept beside the data."""
+    import asyncio
+
+    from lomo.auth import create_user
+    from lomo.db.engine import Database
+
+    path = settings.data_dir / "demo_token"
+    if path.exists():
+        return path.read_text().strip()
+
+    async def make() -> str:
+        db = Database(settings.resolved_database_url)
+        try:
+            async with db.session() as s:
+                _, token = await create_user(s, "demo")
+            return token
+        finally:
+            await db.dispose()
+
+    token = asyncio.run(make())
+    path.write_text(token)
+    path.chmod(0o600)
+    return token
+
+
+def up(settings: Settings, ready_timeout: float = 120.0) -> int:
+    from lomo.db.migrate import upgrade
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    logs = settings.data_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    stack_file = settings.data_dir / "stack.json"
+    stack_file.unlink(missing_ok=True)  # written again only once every part answers
+    upgrade(settings.resolved_database_url)
+    token = _demo_token(settings)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        procs["temporal"] = _spawn("temporal", settings, logs)
+        _wait_temporal(settings, procs["temporal"], ready_timeout)
+        procs["sim"] = _spawn("sim", settings, logs)
+        _wait_http(f"{settings.resolved_sim_url}/jobs", procs["sim"], ready_timeout)
+        procs["worker"] = _spawn("worker", settings, logs)
+        procs["api"] = _spawn("api", settings, logs)
+        _wait_http(f"{settings.resolved_api_url}/readyz", procs["api"], ready_timeout)
+        time.sleep(0.5)
+        if procs["worker"].poll() is not None:
+            raise RuntimeError("worker exited; see logs/worker.log")
+        stack = {
+            "api_url": settings.resolved_api_url,
+            "docs_url": f"{settings.resolved_api_url}/docs",
+            "temporal_address": settings.resolved_temporal_address,
+            "temporal_ui_url": settings.temporal_ui_url,
+            "sim_url": settings.resolved_sim_url,
+            "admin_token": settings.admin_token.get_secret_value(),
+            "demo_token": token,
+            "pids": {k: p.pid for k, p in procs.items()},
+        }
+        tmp = stack_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stack, indent=2))
+        tmp.replace(stack_file)
+        sys.stdout.write(
+            f"Lomo is up.\n  API docs:     {stack['docs_url']}\n"
+            f"  Temporal UI:  {stack['temporal_ui_url']}\n  Simulator:    {stack['sim_url']}\n"
+            f"  Demo token:   {token}\n  Stack file:   {stack_file}\n(Ctrl-C stops everything)\n"
+        )
+        sys.stdout.flush()
+        while not stopping:
+            for name, p in procs.items():
+                if p.poll() is not None:
+                    log.error("%s exited with %s; stopping the stack", name, p.returncode)
+                    stopping = True
+            time.sleep(0.3)
+        return 0
+    finally:
+        for name in reversed(list(procs)):
+            p = procs[name]
+            if p.poll() is None:
+                p.terminate()
+        for p in procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        stack_file.unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""SQL persistence: models, engine/session factory, migrations."""

@@ -1,0 +1,158 @@
+"""The platform's business facts. Every user-owned row carries `user_id` (isolation)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # Last event sequence handed out; bumped in the same transaction as the event insert.
+    event_seq: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Event(Base):
+    __tablename__ = "events"
+    __table_args__ = (UniqueConstraint("user_id", "seq"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    type: Mapped[str] = mapped_column(String(60))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MessageRow(Base):
+    """A raw user message: evidence, immutable except for its routing/processing record."""
+
+    __tablename__ = "messages"
+    __table_args__ = (UniqueConstraint("user_id", "client_message_id"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    client_message_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    target: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    routing_status: Mapped[str] = mapped_column(String(20), default="pending")
+    deterministic: Mapped[bool] = mapped_column(default=False)
+    decision: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
+    processed_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    processed_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(30), default="running")
+    goal: Mapped[str] = mapped_column(Text, default="")
+    summary: Mapped[str] = mapped_column(Text, default="")
+    language: Mapped[str] = mapped_column(String(8), default="en")
+    turn: Mapped[int] = mapped_column(Integer, default=0)
+    waiting_on: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ModelStep(Base):
+    """One inference of a task: the context sent and the decision received (ARCHITECTURE §2)."""
+
+    __tablename__ = "model_steps"
+    __table_args__ = (UniqueConstraint("task_id", "turn", "step"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id"), index=True)
+    turn: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    context: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ToolCall(Base):
+    """The journal of side effects, keyed by the business idempotency key `call_id`."""
+
+    __tablename__ = "tool_calls"
+    call_id: Mapped[str] = mapped_column(String(120), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id"), index=True)
+    tool_use_id: Mapped[str] = mapped_column(String(80))
+    name: Mapped[str] = mapped_column(String(60))
+    input: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default="started")
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class GenerationOrder(Base):
+    """A paid generation call; unique per (workspace, idempotency key = call_id)."""
+
+    __tablename__ = "generation_orders"
+    __table_args__ = (UniqueConstraint("workspace_id", "idempotency_key"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    workspace_id: Mapped[str] = mapped_column(String(40), index=True)  # the user's workspace
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id"), index=True)
+    idempotency_key: Mapped[str] = mapped_column(String(120))
+    kind: Mapped[str] = mapped_column(String(10))
+    model: Mapped[str] = mapped_column(String(60))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    upstream_job_id: Mapped[str | None] = mapped_column(String(80), nullable=True, index=True)
+    # created < submitted < queued < running < succeeded|failed (monotonic; terminal is final)
+    status: Mapped[str] = mapped_column(String(20), default="created")
+    progress: Mapped[float] = mapped_column(default=0.0)
+    last_seq: Mapped[int] = mapped_column(Integer, default=-1)
+    result_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    object_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkObject(Base):
+    __tablename__ = "objects"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    type: Mapped[str] = mapped_column(String(20))
+    name: Mapped[str] = mapped_column(String(300))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    deleted: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ObjectVersion(Base):
+    __tablename__ = "object_versions"
+    object_id: Mapped[str] = mapped_column(ForeignKey("objects.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    content: Mapped[dict[str, Any]] = mapped_column(JSON)
+    blob_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    media_type: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    created_by: Mapped[str] = mapped_column(String(160))  # "user" or "task:{id}:{call_id}"
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TaskObject(Base):
+    __tablename__ = "task_objects"
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id"), primary_key=True)
+    object_id: Mapped[str] = mapped_column(ForeignKey("objects.id"), primary_key=True)
+    role: Mapped[str] = mapped_column(String(20), default="artifact")
+    seen_version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+Index("ix_tasks_user_status", Task.user_id, Task.status)

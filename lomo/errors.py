@@ -1,0 +1,54 @@
+"""The exception hierarchy of Lomo's kernel.
+
+    LomoError                      root; never raised itself
+    ├── ConfigError                settings unusable (placeholder secret, bad URL)
+    ├── NotFound                   unknown id, or an id that belongs to another user
+    ├── Conflict                   a write based on an old state (version, second answer)
+    ├── InvalidInput               input the domain refuses (API answers 400/422)
+    ├── Unauthorized               missing or bad credentials
+    └── ModelError                 the model provider failed or answered nonsense
+        └── ModelOutputError       the model's output cannot be used (non-retryable)
+
+The API maps each class to a status code in one place (api/errors.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LomoError(Exception):
+    code = "error"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class ConfigError(LomoError):
+    code = "config_error"
+
+
+class NotFound(LomoError):
+    code = "not_found"
+
+
+class Conflict(LomoError):
+    code = "conflict"
+
+
+class InvalidInput(LomoError):
+    code = "invalid_input"
+
+
+class Unauthorized(LomoError):
+    code = "unauthorized"
+
+
+class ModelError(LomoError):
+    code = "model_error"
+
+
+class ModelOutputError(ModelError):
+    code = "model_output_error"

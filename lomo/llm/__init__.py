@@ -1,0 +1,1 @@
+"""The model layer: one provider interface, three implementations (see providers.py)."""

@@ -1,0 +1,160 @@
+"""The real model provider: Anthropic's Messages API through the official async SDK.
+
+The SDK's own retries are switched off (``max_retries=0``): Temporal owns retries, and a
+second retry layer would multiply attempts and hide failures from the workflow history.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast, get_args
+
+import anthropic
+
+from lomo.errors import ModelError
+from lomo.llm.types import (
+    Block,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+_STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
+# Sent on every call so a stand-in server can tell a routing call from a task step; the real
+# API ignores unknown headers.
+PURPOSE_HEADER = "x-lomo-purpose"
+
+
+def _block_to_param(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
+
+
+def _message_to_param(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": [_block_to_param(b) for b in message.content]}
+
+
+def request_to_create_kwargs(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for one request (without headers)."""
+    system: list[dict[str, Any]] = []
+    for s in request.system:
+        block: dict[str, Any] = {"type": "text", "text": s.text}
+        if s.cache:
+            block["cache_control"] = dict(_EPHEMERAL)
+        system.append(block)
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in request.tools
+    ]
+    if tools:
+        tools[-1]["cache_control"] = dict(_EPHEMERAL)
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": [_message_to_param(m) for m in request.messages],
+    }
+    if system:
+        kwargs["system"] = system
+    if tools:
+        kwargs["tools"] = tools
+    return kwargs
+
+
+def _stop_reason(value: str | None) -> StopReason:
+    if value is None:
+        return "end_turn"
+    if value not in _STOP_REASONS:
+        log.warning("unknown stop_reason %r from the model; treating it as end_turn", value)
+        return "end_turn"
+    return cast(StopReason, value)
+
+
+def response_from_message(message: Any) -> ModelResponse:
+    """Convert an SDK ``Message`` (or anything shaped like it) to a ModelResponse."""
+    content: list[TextBlock | ToolUseBlock] = []
+    for block in message.content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            content.append(TextBlock(text=block.text))
+        elif kind == "tool_use":
+            raw_input = block.input
+            content.append(
+                ToolUseBlock(
+                    id=block.id,
+                    name=block.name,
+                    input=dict(raw_input) if isinstance(raw_input, dict) else {},
+                )
+            )
+        else:
+            log.debug("ignoring content block of type %r", kind)
+    u = message.usage
+    usage = Usage(
+        input_tokens=getattr(u, "input_tokens", None) or 0,
+        output_tokens=getattr(u, "output_tokens", None) or 0,
+        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+    )
+    return ModelResponse(
+        content=content,
+        stop_reason=_stop_reason(message.stop_reason),
+        usage=usage,
+        model=message.model or "",
+    )
+
+
+class AnthropicProvider:
+    """ModelProvider backed by ``anthropic.AsyncAnthropic``."""
+
+    name = "anthropic"
+
+    def __init__(
+        self, api_key: str, model: str, base_url: str | None = None, timeout: float = 60.0
+    ) -> None:
+        self.model = model
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        kwargs = request_to_create_kwargs(request, self.model)
+        try:
+            message = await self._client.messages.create(
+                **kwargs, extra_headers={PURPOSE_HEADER: request.purpose}
+            )
+        except anthropic.APIStatusError as exc:
+            raise ModelError(
+                f"anthropic returned HTTP {exc.status_code}: {exc.message}",
+                status_code=exc.status_code,
+                retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
+            ) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ModelError(
+                f"cannot reach anthropic: {exc.message}", status_code=None, retryable=True
+            ) from exc
+        except anthropic.APIError as exc:
+            raise ModelError(
+                f"anthropic call failed: {exc.message}", status_code=None, retryable=False
+            ) from exc
+        response = response_from_message(message)
+        log.debug(
+            "anthropic %s: stop=%s usage=%s", request.purpose, response.stop_reason, response.usage
+        )
+        return response
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,141 @@
+"""The offline stand-in model: deterministic rules that drive the real runtime without a key.
+
+It reads only what a real model would read (the request), answers in the language of the
+person's own words, and uses the same tools as Claude would. The routing issue and the
+runtime issue extend its repertoire; what it covers now is listed in the README.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from lomo.llm.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+_GERMAN_HINTS = re.compile(
+    r"\b(generiere|erstelle|bild|einer|eines|ein|eine|der|die|das|und|bitte|mach|mir|vergiss|"
+    r"welche|unterstützt|katze)\b|[äöüß]",
+    re.IGNORECASE,
+)
+_IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
+
+
+def detect_language(text: str) -> str:
+    return "de" if len(_GERMAN_HINTS.findall(text)) >= 2 else "en"
+
+
+def _last_user_texts(messages: list[Message]) -> list[str]:
+    if not messages or messages[-1].role != "user":
+        return []
+    return [b.text for b in messages[-1].content if isinstance(b, TextBlock)]
+
+
+def _person_text(texts: list[str]) -> str:
+    return " ".join(t for t in texts if not t.startswith("[runtime]"))
+
+
+class OfflineModel:
+    name = "offline"
+
+    def _tool_id(self, request: ModelRequest) -> str:
+        # Deterministic per request shape, so a repeated request gets the same answer.
+        return f"toolu_{request.purpose}_{len(request.messages):04d}"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose == "route":
+            return self._route(request)
+        return self._task_step(request)
+
+    def _route(self, request: ModelRequest) -> ModelResponse:
+        text = _person_text(_last_user_texts(request.messages))
+        decision = "lightweight" if _IMAGE.search(text) else "answer"
+        payload = {"decision": decision, "language": detect_language(text)}
+        return ModelResponse(
+            content=[ToolUseBlock(id=self._tool_id(request), name="route", input=payload)],
+            stop_reason="tool_use",
+            usage=Usage(input_tokens=_tokens(request), output_tokens=20),
+            model="lomo-offline",
+        )
+
+    def _task_step(self, request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1] if request.messages else None
+        texts = _last_user_texts(request.messages)
+        person = _person_text(texts)
+        lang = detect_language(_all_person_text(request.messages))
+        results = [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
+        runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
+        if "generation succeeded" in runtime_notes:
+            reply = (
+                "Hier ist dein Bild." if lang == "de" else "Here is your image."
+            ) + _objects_in(runtime_notes)
+            return _text(reply, request)
+        if "generation failed" in runtime_notes:
+            return _text(
+                "Die Generierung ist fehlgeschlagen." if lang == "de" else "The generation failed.",
+                request,
+            )
+        if results:
+            submitted = any('"status": "submitted"' in r.content for r in results)
+            if submitted:
+                return _text(
+                    "Ich generiere das Bild, einen Moment."
+                    if lang == "de"
+                    else "I'm generating the image; it will appear here when ready.",
+                    request,
+                )
+            return _text("Erledigt." if lang == "de" else "Done.", request)
+        if person and _IMAGE.search(person):
+            return ModelResponse(
+                content=[
+                    ToolUseBlock(
+                        id=self._tool_id(request),
+                        name="generate_image",
+                        input={"prompt": person, "model": "sim-image-1"},
+                    )
+                ],
+                stop_reason="tool_use",
+                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
+                model="lomo-offline",
+            )
+        return _text("Verstanden." if lang == "de" else "Understood.", request)
+
+
+def _all_person_text(messages: list[Message]) -> str:
+    out: list[str] = []
+    for m in messages:
+        if m.role == "user":
+            out.extend(
+                b.text
+                for b in m.content
+                if isinstance(b, TextBlock) and not b.text.startswith("[runtime]")
+            )
+    return " ".join(out)
+
+
+def _objects_in(note: str) -> str:
+    ids = re.findall(r"obj_[0-9a-z]+", note)
+    return f" ({', '.join(ids)})" if ids else ""
+
+
+def _tokens(request: ModelRequest) -> int:
+    size = sum(len(s.text) for s in request.system) + len(
+        json.dumps([str(m) for m in request.messages])
+    )
+    return size // 4
+
+
+def _text(text: str, request: ModelRequest) -> ModelResponse:
+    return ModelResponse(
+        content=[TextBlock(text=text)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=_tokens(request), output_tokens=len(text) // 4 + 1),
+        model="lomo-offline",
+    )

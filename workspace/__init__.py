@@ -1,0 +1,1 @@
+"""The shared workspace: versioned objects that person and agent both edit (ARCHITECTURE §7)."""
