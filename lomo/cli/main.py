@@ -37,6 +37,8 @@ def _settings(data_dir: Path | None = None) -> Settings:
 @app.callback()
 def _main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # one line per plugin is noise
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 @app.command()

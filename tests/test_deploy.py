@@ -1,0 +1,134 @@
+"""Deployment artefacts: docker-compose.yml, deploy/Dockerfile, and their link to the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+SCHEMA = Path(__file__).parent / "data" / "compose_spec.json"
+
+# Services that run our own image; their command must be a `lomo` subcommand.
+LOMO_SERVICES = ("api", "worker", "sim")
+
+
+def _load_compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _validator() -> jsonschema.Draft201909Validator:
+    # The schema declares draft 2019-09 (as "http://json-schema.org/draft/2019-09/schema#", a
+    # spelling jsonschema does not look up), so name the validator class explicitly.
+    schema = json.loads(SCHEMA.read_text())
+    assert "draft/2019-09" in schema["$schema"]
+    jsonschema.Draft201909Validator.check_schema(schema)
+    return jsonschema.Draft201909Validator(schema)
+
+
+def _errors(doc: dict[str, Any]) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(doc)]
+
+
+def test_schema_is_the_compose_spec() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    assert schema["title"] == "Compose Specification"
+    assert "services" in schema["properties"]
+
+
+def test_compose_file_validates() -> None:
+    assert _errors(_load_compose()) == []
+
+
+def test_compose_has_no_version_key() -> None:
+    assert "version" not in _load_compose()
+
+
+@pytest.mark.parametrize(
+    "break_it",
+    [
+        pytest.param(lambda d: d["services"]["api"].__setitem__("ports", "not-a-list"), id="ports"),
+        pytest.param(lambda d: d.__setitem__("bogus", {}), id="unknown-top-level-key"),
+        pytest.param(
+            lambda d: d["services"]["worker"]["deploy"].__setitem__("replicas", "two"),
+            id="replicas",
+        ),
+        pytest.param(
+            lambda d: d["services"]["worker"]["depends_on"]["api"].__setitem__("condition", "soon"),
+            id="depends-on-condition",
+        ),
+    ],
+)
+def test_broken_compose_is_rejected(break_it: Any) -> None:
+    doc = copy.deepcopy(_load_compose())
+    break_it(doc)
+    assert _errors(doc), "the schema check must be able to fail"
+
+
+def test_expected_services_and_wiring() -> None:
+    services = _load_compose()["services"]
+    for name in ("postgres", "temporal", "temporal-admin-tools", "temporal-ui", "qdrant"):
+        assert name in services
+    assert services["temporal"]["environment"]["DB"] == "postgres12"
+    assert services["temporal"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    script = " ".join(services["temporal-admin-tools"]["command"])
+    for attr in ("LomoUserId:Keyword", "LomoTaskKind:Keyword", "LomoTaskStatus:Keyword"):
+        assert attr in script
+    assert "LomoWaitingSince:Datetime" in script
+    assert "search-attribute create" in script
+    assert services["worker"]["deploy"]["replicas"] == 2
+    for name in LOMO_SERVICES:
+        env = services[name]["environment"]
+        assert env["LOMO_MODE"] == "production"
+        for secret in ("LOMO_ADMIN_TOKEN", "LOMO_CALLBACK_SECRET"):
+            assert re.fullmatch(rf"\$\{{{secret}:\?.+\}}", env[secret]), secret
+        assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
+
+
+def test_lomo_service_commands_exist_in_cli() -> None:
+    import typer.main
+
+    from lomo.cli.main import app
+
+    click_cmd = typer.main.get_command(app)
+    names = set(getattr(click_cmd, "commands", {}))
+    services = _load_compose()["services"]
+    for name in LOMO_SERVICES:
+        command = services[name]["command"]
+        assert command[0] == "lomo", name
+        assert command[1] in names, f"{name}: `lomo {command[1]}` is not a CLI command"
+
+
+def _instructions() -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            out.append((keyword.upper(), rest.strip()))
+    return out
+
+
+def test_dockerfile() -> None:
+    assert DOCKERFILE.is_file()
+    instructions = _instructions()
+    assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11-slim")
+    copies = [rest for kw, rest in instructions if kw == "COPY"]
+    assert any("uv.lock" in c.split() for c in copies)
+    assert any("uv sync --frozen --no-dev" in rest for kw, rest in instructions if kw == "RUN")
+    users = [rest for kw, rest in instructions if kw == "USER"]
+    assert users and users[-1] not in ("root", "0")
+    entry = [rest for kw, rest in instructions if kw in ("CMD", "ENTRYPOINT")]
+    assert entry
+    assert json.loads(entry[-1])[0] == "lomo"
