@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from lomo.worker import WORKFLOWS
 
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
+
+HISTORIES = Path(__file__).parent / "histories"
 
 
 async def _events(stack: Stack) -> list[dict[str, Any]]:
@@ -78,3 +84,21 @@ async def test_german_slice_answers_in_german(
         assert task["language"] == "de"
         replies = [e["data"]["text"] for e in await _events(st) if e["type"] == "task.reply"]
         assert replies[-1].startswith("Hier ist dein Bild")
+
+
+async def test_slice_histories_replay_and_stay_small(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """Replays the live histories of a slice against the current code; with
+    LOMO_RECORD_HISTORIES=1 it also writes them to tests/histories/ for test_replay.py."""
+    async with running_stack(tmp_path, db_url, temporal_server, temporal_client, task_queue) as st:
+        task = await run_cat_slice(st, "Generate an image of a red tabby cat")
+    replayer = Replayer(workflows=WORKFLOWS)
+    for wf_id, name in ((f"task:{task['task_id']}", "task_slice"), (f"main:{st.user_id}", "main")):
+        history = await temporal_client.get_workflow_handle(wf_id).fetch_history()
+        await replayer.replay_workflow(history)
+        size = len(history.to_json())
+        # No prompt or image bytes travel through history: a whole slice stays tiny.
+        assert size < 64_000, (wf_id, size)
+        if os.environ.get("LOMO_RECORD_HISTORIES") == "1" and db_url.startswith("sqlite"):
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
