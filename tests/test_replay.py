@@ -18,6 +18,7 @@ from temporalio.worker import Replayer
 from lomo.worker import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+TEXTS = {p: p.read_text() for p in HISTORIES}
 
 
 def test_histories_are_recorded() -> None:
@@ -26,7 +27,7 @@ def test_histories_are_recorded() -> None:
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_replay(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    history = WorkflowHistory.from_json(path.stem, TEXTS[path])
     await Replayer(workflows=WORKFLOWS).replay_workflow(history)
 
 

@@ -13,7 +13,6 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from lomo.worker import WORKFLOWS
-
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
