@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.models import GenerationOrder, MessageRow, ModelStep, Task, ToolCall
+from lomo.db.models import GenerationOrder, MessageRow, ModelStep, Task, ToolCall, WorkObject
 from lomo.llm.types import (
     Block,
     Message,
@@ -43,7 +43,22 @@ CORE_TOOLS = [
             "required": ["prompt"],
         },
     ),
+    ToolSpec(
+        name="generate_video",
+        description="Generate a short video, optionally animating a reference image asset.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "prompt": {"type": "string"},
+                "model": {"type": "string"},
+                "duration_s": {"type": "number"},
+                "reference_object_id": {"type": "string"},
+            },
+            "required": ["prompt"],
+        },
+    ),
 ]
+GENERATION_TOOLS = {"generate_image": "image", "generate_video": "video"}
 
 
 def estimate_tokens(text: str) -> int:
@@ -129,6 +144,15 @@ async def _dynamic_tail(session: AsyncSession, task: Task, since: datetime | Non
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
         elif o.status not in ("succeeded", "failed"):
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
+    assets = await session.scalars(
+        select(WorkObject)
+        .where(WorkObject.user_id == task.user_id, WorkObject.type == "asset")
+        .where(WorkObject.deleted.is_(False))
+        .order_by(WorkObject.created_at.desc())
+        .limit(5)
+    )
+    for a in assets:
+        lines.append(f"[runtime] recent asset {a.id}: {a.name} ({a.created_at:%Y-%m-%d})")
     return "\n".join(lines) if len(lines) > 1 else ""
 
 

@@ -11,13 +11,22 @@ from sqlalchemy import select, update
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.context import build_context
+from activities.context import GENERATION_TOOLS, build_context
+from lomo.catalogue import DEFAULT_MODEL, catalogue_text, validate_request
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, MessageRow, ModelStep, Task, ToolCall
+from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.llm.offline import detect_language
-from lomo.llm.types import Message, ModelProvider, ModelRequest, ModelResponse, TextBlock
+from lomo.llm.types import (
+    Message,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    SystemBlock,
+    TextBlock,
+)
 from workflows.types import (
     OrderRef,
     OrderState,
@@ -30,13 +39,18 @@ from workflows.types import (
     ToolInput,
     ToolOutcome,
 )
-from workspace.store import AssetStore, create_asset
+from workspace.store import AssetStore, create_asset, get_object
 
 log = logging.getLogger(__name__)
 
 # Order states in their only allowed direction; a lower rank never overwrites a higher one.
 ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
 TERMINAL_ORDER = ("succeeded", "failed")
+ROUTER_RULES = (
+    "Route the person's message: call the tool `route` with decision answer (you answer "
+    "yourself: simple or capability questions, from the catalogue below), lightweight (one "
+    "generation), new (a persistent task). Generation model catalogue:\n"
+)
 MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d": "model/obj"}
 
 
@@ -71,7 +85,7 @@ class RuntimeActivities:
             if msg.routing_status == "routed":  # a retry after the decision was stored
                 return RouteDecision(msg.decision or "answer", msg.task_id, None)
         req = ModelRequest(
-            system=[],
+            system=[SystemBlock(text=ROUTER_RULES + catalogue_text(), cache=True)],
             messages=[Message(role="user", content=[TextBlock(text=msg.text)])],
             purpose="route",
         )
@@ -102,8 +116,12 @@ class RuntimeActivities:
                     s, inp.user_id, "task.created", {"task_id": task_id, "kind": kind}
                 )
             elif decision == "answer":
+                answer = str(uses[0].input.get("answer") or "") if uses else ""
                 await append_event(
-                    s, inp.user_id, "task.reply", {"message_id": msg.id, "text": resp.text}
+                    s,
+                    inp.user_id,
+                    "task.reply",
+                    {"message_id": msg.id, "text": answer or resp.text},
                 )
             msg.routing_status, msg.decision, msg.task_id = "routed", decision, task_id
             await append_event(
@@ -178,13 +196,30 @@ class RuntimeActivities:
             call = await s.get(ToolCall, inp.call_id)
             if call is None:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
-            if call.status == "done" and call.result is not None:
+            if call.status in ("done", "error") and call.result is not None:
                 return ToolOutcome("done", call.result.get("order_id"))
             call.status = "started"
             name, args = call.name, dict(call.input)
-        if name == "generate_image":
-            return await self._generate(inp, "image", args)
+        if name in GENERATION_TOOLS:
+            kind = GENERATION_TOOLS[name]
+            try:
+                await self._check_generation(inp.task_id, kind, args)
+            except (InvalidInput, NotFound) as e:
+                # The model asked for something impossible: it hears why, nothing is spent.
+                return await self._finish_call(inp.call_id, {"error": e.detail}, "error")
+            return await self._generate(inp, kind, args)
         return await self._finish_call(inp.call_id, {"error": f"unknown tool {name}"}, "error")
+
+    async def _check_generation(self, task_id: str, kind: str, args: dict[str, Any]) -> None:
+        validate_request(kind, args)
+        ref = args.get("reference_object_id")
+        if ref:
+            async with self.db.session() as s:
+                task = await s.get(Task, task_id)
+                assert task is not None
+                obj = await get_object(s, task.user_id, str(ref))
+                if obj.type != "asset" or obj.deleted:
+                    raise InvalidInput(f"{ref} is not an asset that can be used as reference")
 
     async def _generate(self, inp: ToolInput, kind: str, args: dict[str, Any]) -> ToolOutcome:
         async with self.db.session() as s:
@@ -203,7 +238,7 @@ class RuntimeActivities:
                     task_id=task.id,
                     idempotency_key=inp.call_id,
                     kind=kind,
-                    model=str(args.get("model") or f"sim-{kind}-1"),
+                    model=str(args.get("model") or DEFAULT_MODEL[kind]),
                     params=args,
                 )
                 s.add(order)
@@ -236,7 +271,7 @@ class RuntimeActivities:
         async with self.db.session() as s:
             call = await s.get(ToolCall, call_id)
             assert call is not None
-            call.status, call.result, call.updated_at = "done", result, now()
+            call.status, call.result, call.updated_at = status, result, now()
         return ToolOutcome(status)
 
     # --- generation -----------------------------------------------------------------

@@ -26,6 +26,25 @@ _GERMAN_HINTS = re.compile(
     re.IGNORECASE,
 )
 _IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
+_VIDEO = re.compile(r"\b(video|clip|animate|animiere)\b", re.IGNORECASE)
+_QUESTION = re.compile(
+    r"^\s*(which|what|how|does|can|welche|was|wie|kann|unterstützt)\b|\?\s*$", re.I
+)
+_NUMBERS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "ten": 10,
+    "zwei": 2,
+    "drei": 3,
+    "vier": 4,
+    "fünf": 5,
+    "sechs": 6,
+    "zehn": 10,
+}
+_DURATION = re.compile(r"\b(\d+|" + "|".join(_NUMBERS) + r")[\s-]*(?:second|sekunde)", re.I)
 
 
 def detect_language(text: str) -> str:
@@ -56,8 +75,16 @@ class OfflineModel:
 
     def _route(self, request: ModelRequest) -> ModelResponse:
         text = _person_text(_last_user_texts(request.messages))
-        decision = "lightweight" if _IMAGE.search(text) else "answer"
-        payload = {"decision": decision, "language": detect_language(text)}
+        lang = detect_language(text)
+        payload: dict[str, object] = {"language": lang}
+        if _QUESTION.search(text):
+            payload["decision"] = "answer"
+            payload["answer"] = _capability_answer(text, request, lang)
+        elif _IMAGE.search(text) or _VIDEO.search(text):
+            payload["decision"] = "lightweight"
+        else:
+            payload["decision"] = "answer"
+            payload["answer"] = "Wobei kann ich helfen?" if lang == "de" else "How can I help?"
         return ModelResponse(
             content=[ToolUseBlock(id=self._tool_id(request), name="route", input=payload)],
             stop_reason="tool_use",
@@ -73,14 +100,23 @@ class OfflineModel:
         results = [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
         runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
         if "generation succeeded" in runtime_notes:
-            reply = (
-                "Hier ist dein Bild." if lang == "de" else "Here is your image."
-            ) + _objects_in(runtime_notes)
+            video = _VIDEO.search(_all_person_text(request.messages)) is not None
+            if lang == "de":
+                reply = "Hier ist dein Video." if video else "Hier ist dein Bild."
+            else:
+                reply = "Here is your video." if video else "Here is your image."
+            reply += _objects_in(runtime_notes.split("recent asset")[0])
             return _text(reply, request)
         if "generation failed" in runtime_notes:
             return _text(
                 "Die Generierung ist fehlgeschlagen." if lang == "de" else "The generation failed.",
                 request,
+            )
+        if results and all('"error"' in r.content for r in results):
+            return _text(
+                "Das geht so nicht: " if lang == "de" else "That did not work: ",
+                request,
+                suffix=results[0].content,
             )
         if results:
             submitted = any('"status": "submitted"' in r.content for r in results)
@@ -92,6 +128,22 @@ class OfflineModel:
                     request,
                 )
             return _text("Erledigt." if lang == "de" else "Done.", request)
+        if person and _VIDEO.search(person):
+            ref = _latest_asset(runtime_notes)
+            args: dict[str, object] = {"prompt": person, "model": "sim-video-1"}
+            if ref:
+                args["reference_object_id"] = ref
+            if m := _DURATION.search(person):
+                word = m.group(1).lower()
+                args["duration_s"] = int(word) if word.isdigit() else _NUMBERS[word]
+            return ModelResponse(
+                content=[
+                    ToolUseBlock(id=self._tool_id(request), name="generate_video", input=args)
+                ],
+                stop_reason="tool_use",
+                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
+                model="lomo-offline",
+            )
         if person and _IMAGE.search(person):
             return ModelResponse(
                 content=[
@@ -132,7 +184,27 @@ def _tokens(request: ModelRequest) -> int:
     return size // 4
 
 
-def _text(text: str, request: ModelRequest) -> ModelResponse:
+def _latest_asset(notes: str) -> str | None:
+    m = re.search(r"recent asset (obj_[0-9a-z]+): image", notes)
+    return m.group(1) if m else None
+
+
+def _capability_answer(text: str, request: ModelRequest, lang: str) -> str:
+    catalogue = [
+        line[2:] for s in request.system for line in s.text.splitlines() if line.startswith("- ")
+    ]
+    kinds = [
+        k
+        for k in ("video", "image", "audio", "3d")
+        if k in text.lower() or (k == "image" and "bild" in text.lower())
+    ]
+    rows = [c for c in catalogue if any(f"({k}," in c for k in kinds)] or catalogue
+    head = "Das kann der Katalog:" if lang == "de" else "From the model catalogue:"
+    return head + "\n" + "\n".join(rows)
+
+
+def _text(text: str, request: ModelRequest, suffix: str = "") -> ModelResponse:
+    text += suffix
     return ModelResponse(
         content=[TextBlock(text=text)],
         stop_reason="end_turn",
