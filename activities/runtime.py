@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -67,7 +68,11 @@ class RuntimeActivities:
         assets: AssetStore,
         sim_url: str,
         callback_url: str,
+        max_steps_per_turn: int = 8,
+        generation_wait_seconds: float = 60.0,
     ) -> None:
+        self.max_steps_per_turn = max_steps_per_turn
+        self.generation_wait_seconds = generation_wait_seconds
         self.db = db
         self.provider = provider
         self.http = http
@@ -83,7 +88,7 @@ class RuntimeActivities:
             if msg is None or msg.user_id != inp.user_id:
                 raise ApplicationError(f"no message {inp.message_id}", non_retryable=True)
             if msg.routing_status == "routed":  # a retry after the decision was stored
-                return RouteDecision(msg.decision or "answer", msg.task_id, None)
+                return self._decision(msg.decision or "answer", msg.task_id, None)
         req = ModelRequest(
             system=[SystemBlock(text=ROUTER_RULES + catalogue_text(), cache=True)],
             messages=[Message(role="user", content=[TextBlock(text=msg.text)])],
@@ -130,7 +135,16 @@ class RuntimeActivities:
                 "message.routed",
                 {"message_id": msg.id, "decision": decision, "task_id": task_id},
             )
-        return RouteDecision(decision, task_id, kind)
+        return self._decision(decision, task_id, kind)
+
+    def _decision(self, decision: str, task_id: str | None, kind: str | None) -> RouteDecision:
+        return RouteDecision(
+            decision,
+            task_id,
+            kind,
+            max_steps_per_turn=self.max_steps_per_turn,
+            generation_wait_seconds=self.generation_wait_seconds,
+        )
 
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
@@ -290,7 +304,9 @@ class RuntimeActivities:
         async with self.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             assert order is not None
-            apply_job_state(order, job["status"], float(job.get("progress", 0)), None, job)
+            await record_job_state(
+                s, order, job["status"], float(job.get("progress", 0)), None, job
+            )
             return OrderState(order.id, order.status)
 
     @activity.defn(name="collect_generation")
@@ -393,6 +409,34 @@ def apply_job_state(
         order.error = job.get("error") or "upstream failure"
     order.updated_at = now()
     return changed
+
+
+async def record_job_state(
+    session: AsyncSession,
+    order: GenerationOrder,
+    status: str,
+    progress: float,
+    seq: int | None,
+    job: dict[str, Any],
+) -> tuple[bool, bool]:
+    """Apply a job report (callback or poll) and emit its event; returns (changed, became
+    terminal). Both paths share it so a lost callback and a delivered one look the same."""
+    was_terminal = order.status in TERMINAL_ORDER
+    changed = apply_job_state(order, status, progress, seq, job)
+    now_terminal = order.status in TERMINAL_ORDER
+    if changed:
+        await append_event(
+            session,
+            order.workspace_id,
+            "generation.completed" if now_terminal else "generation.progress",
+            {
+                "order_id": order.id,
+                "task_id": order.task_id,
+                "status": order.status,
+                "progress": order.progress,
+            },
+        )
+    return changed, now_terminal and not was_terminal
 
 
 def _decision(resp: ModelResponse) -> StepDecision:

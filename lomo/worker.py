@@ -33,6 +33,8 @@ def build_activities(
         assets=AssetStore(settings.resolved_asset_dir),
         sim_url=settings.resolved_sim_url,
         callback_url=f"{settings.resolved_api_url}/v1/generation/callbacks",
+        max_steps_per_turn=settings.max_steps_per_turn,
+        generation_wait_seconds=settings.generation_wait_seconds,
     )
 
 

@@ -47,7 +47,12 @@ class MainThreadWorkflow:
                 await workflow.start_child_workflow(
                     TaskWorkflow.run,
                     TaskInput(
-                        decision.task_id, inp.user_id, decision.kind or "lightweight", message_id
+                        decision.task_id,
+                        inp.user_id,
+                        decision.kind or "lightweight",
+                        message_id,
+                        max_steps_per_turn=decision.max_steps_per_turn,
+                        generation_wait_seconds=decision.generation_wait_seconds,
                     ),
                     id=f"task:{decision.task_id}",
                     parent_close_policy=ParentClosePolicy.ABANDON,

@@ -87,6 +87,8 @@ class TaskWorkflow:
     @workflow.run
     async def run(self, inp: TaskInput) -> str:
         self.inp = inp
+        self.max_steps = inp.max_steps_per_turn
+        self.wait_seconds = inp.generation_wait_seconds
         self.turn = inp.turn
         self.inbox = list(inp.pending_message_ids)
         if inp.first_message_id:

@@ -18,6 +18,9 @@ class TaskInput:
     turn: int = 0
     pending_message_ids: list[str] = field(default_factory=list)
     status: str = "running"
+    # Limits come from settings through the input: workflow code reads no environment.
+    max_steps_per_turn: int = 8
+    generation_wait_seconds: float = 60.0
 
 
 @dataclass
@@ -37,6 +40,8 @@ class RouteDecision:
     decision: str  # answer | lightweight | existing | new | clarify
     task_id: str | None = None
     kind: str | None = None
+    max_steps_per_turn: int = 8
+    generation_wait_seconds: float = 60.0
 
 
 @dataclass

@@ -8,12 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from sqlalchemy import select
 
-from activities.runtime import TERMINAL_ORDER, apply_job_state
+from activities.runtime import record_job_state
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
-from lomo.events import append_event
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
 
@@ -47,24 +46,11 @@ async def callback(
         )
         if order is None:
             raise NotFound(f"no order for job {job_id}")
-        was_terminal = order.status in TERMINAL_ORDER
-        changed = apply_job_state(order, status, float(ev.get("progress", 0)), ev.get("seq"), ev)
-        now_terminal = order.status in TERMINAL_ORDER
-        if changed:
-            kind = "generation.completed" if now_terminal else "generation.progress"
-            await append_event(
-                s,
-                order.workspace_id,
-                kind,
-                {
-                    "order_id": order.id,
-                    "task_id": order.task_id,
-                    "status": order.status,
-                    "progress": order.progress,
-                },
-            )
+        changed, became_terminal = await record_job_state(
+            s, order, status, float(ev.get("progress", 0)), ev.get("seq"), ev
+        )
         task_id, order_id, final = order.task_id, order.id, order.status
     # Wake only on the transition into a terminal state: duplicates never wake twice.
-    if now_terminal and not was_terminal:
+    if became_terminal:
         await signal_generation(temporal, task_id, order_id, final)
     return {"ok": True, "changed": changed}
