@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
@@ -113,14 +113,24 @@ async def write_object(
     obj = await get_object(session, user_id, object_id)
     if obj.deleted:
         raise NotFound(f"object {object_id} was deleted")
-    if base_version != obj.version:
+    # Compare-and-set in one statement: of two writers on the same base, exactly one wins.
+    won = await session.execute(
+        update(WorkObject)
+        .where(WorkObject.id == object_id, WorkObject.version == base_version)
+        .values(version=base_version + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if won.rowcount != 1:  # type: ignore[attr-defined]
+        await session.refresh(obj)
         raise Conflict(
             f"object {object_id} is at version {obj.version}, not {base_version}; re-read it",
             current_version=obj.version,
         )
-    obj.version += 1
+    await session.refresh(obj)
     session.add(
-        ObjectVersion(object_id=obj.id, version=obj.version, content=content, created_by=created_by)
+        ObjectVersion(
+            object_id=obj.id, version=base_version + 1, content=content, created_by=created_by
+        )
     )
     await session.flush()
     return obj
