@@ -47,6 +47,12 @@ async def run_cat_slice(stack: Stack, text: str) -> dict[str, Any]:
     assert task["status"] == "completed", task
     assert task["kind"] == "lightweight"
     assert len(task["artifacts"]) == 1
+    listed = (await stack.api.get("/v1/tasks?include_lightweight=true", headers=stack.auth)).json()[
+        "tasks"
+    ]
+    assert next(t for t in listed if t["task_id"] == task_id)["artifacts"] == task["artifacts"]
+    hidden = (await stack.api.get("/v1/tasks", headers=stack.auth)).json()["tasks"]
+    assert task_id not in [t["task_id"] for t in hidden]  # lightweight stays out of the list
     return task
 
 

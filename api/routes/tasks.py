@@ -57,7 +57,16 @@ async def list_tasks(
             q = q.where(Task.status == status)
         if not include_lightweight:
             q = q.where(Task.kind == "persistent")
-        return {"tasks": [task_view(t) for t in await s.scalars(q)]}
+        rows = list(await s.scalars(q))
+        links = await s.execute(
+            select(TaskObject.task_id, TaskObject.object_id).where(
+                TaskObject.task_id.in_([t.id for t in rows])
+            )
+        )
+        arts: dict[str, list[str]] = {}
+        for task_id, object_id in links:
+            arts.setdefault(task_id, []).append(object_id)
+        return {"tasks": [task_view(t, arts.get(t.id)) for t in rows]}
 
 
 @router.get("/{task_id}")
