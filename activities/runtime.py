@@ -211,7 +211,7 @@ class RuntimeActivities:
             if call is None:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
             if call.status in ("done", "error") and call.result is not None:
-                return ToolOutcome("done", call.result.get("order_id"))
+                return ToolOutcome(call.status, call.result.get("order_id"))
             call.status = "started"
             name, args = call.name, dict(call.input)
         if name in GENERATION_TOOLS:
