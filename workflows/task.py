@@ -42,6 +42,7 @@ class TaskWorkflow:
         self.status = "running"
         self.turn = 0
         self.waiting: dict[str, str] = {}  # order_id -> last known status
+        self.collected: set[str] = set()
         self.wake = False
         self.stop_requested = False
         self.max_steps = 8
@@ -143,38 +144,48 @@ class TaskWorkflow:
         self._upsert("waiting_generation", waiting=True)
         await self._set_status("waiting_generation")
         for order_id in order_ids:
-            while self.waiting.get(order_id) not in ("succeeded", "failed"):
-                try:
-                    await workflow.wait_condition(
-                        lambda oid=order_id: (
-                            self.waiting.get(oid) in ("succeeded", "failed")  # type: ignore[misc]
-                            or self.stop_requested
-                        ),
-                        timeout=timedelta(seconds=self.wait_seconds),
-                    )
-                except TimeoutError:
-                    pass
-                if self.stop_requested:
-                    return
-                if self.waiting.get(order_id) not in ("succeeded", "failed"):
-                    # Compensating poll: a lost callback must not park the task forever.
-                    st: OrderState = await workflow.execute_activity(
-                        "poll_generation",
-                        OrderRef(order_id),
-                        result_type=OrderState,
-                        start_to_close_timeout=TOOL_TIMEOUT,
-                        retry_policy=RETRY,
-                    )
-                    self.waiting[order_id] = st.status
-            await workflow.execute_activity(
-                "collect_generation",
-                OrderRef(order_id),
-                result_type=OrderState,
-                start_to_close_timeout=TOOL_TIMEOUT,
-                retry_policy=RETRY,
-            )
+            if not await self._wait_terminal(order_id, honour_stop=True):
+                return
+            await self._collect(order_id)
         self._upsert("running")
         await self._set_status("running")
+
+    def _terminal(self, order_id: str) -> bool:
+        return self.waiting.get(order_id) in ("succeeded", "failed")
+
+    async def _wait_terminal(self, order_id: str, honour_stop: bool) -> bool:
+        """Wait for a job's end: its signal, or a compensating poll after each timer."""
+        while not self._terminal(order_id):
+            try:
+                await workflow.wait_condition(
+                    lambda: self._terminal(order_id) or (honour_stop and self.stop_requested),
+                    timeout=timedelta(seconds=self.wait_seconds),
+                )
+            except TimeoutError:
+                pass
+            if honour_stop and self.stop_requested:
+                return False
+            if not self._terminal(order_id):
+                # A lost callback must not park the task forever.
+                st: OrderState = await workflow.execute_activity(
+                    "poll_generation",
+                    OrderRef(order_id),
+                    result_type=OrderState,
+                    start_to_close_timeout=TOOL_TIMEOUT,
+                    retry_policy=RETRY,
+                )
+                self.waiting[order_id] = st.status
+        return True
+
+    async def _collect(self, order_id: str) -> None:
+        await workflow.execute_activity(
+            "collect_generation",
+            OrderRef(order_id),
+            result_type=OrderState,
+            start_to_close_timeout=TOOL_TIMEOUT,
+            retry_policy=RETRY,
+        )
+        self.collected.add(order_id)
 
     async def _set_status(self, status: str, reason: str = "") -> None:
         assert self.inp is not None
@@ -189,6 +200,11 @@ class TaskWorkflow:
     async def _finish(self, status: str, reason: str) -> str:
         self._upsert(status)
         await self._set_status(status, reason)
+        if status == "stopped":
+            # Upstream jobs cannot be cancelled: let them end, keep the asset, wake nothing.
+            for order_id in [o for o in self.waiting if o not in self.collected]:
+                await self._wait_terminal(order_id, honour_stop=False)
+                await self._collect(order_id)
         return status
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
