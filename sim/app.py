@@ -9,8 +9,6 @@ scratch*: they go back to ``queued`` with progress 0 and run their whole lifecyc
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -29,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 
+from lomo.signing import SIGNATURE_HEADER, sign
 from sim import render
 
 logger = logging.getLogger(__name__)
@@ -37,7 +36,6 @@ Kind = Literal["image", "video", "audio", "3d"]
 TERMINAL = ("succeeded", "failed")
 BASE_LATENCY_S: dict[str, float] = {"image": 2.0, "video": 5.0, "audio": 3.0, "3d": 4.0}
 PROGRESS_STEPS = (0.25, 0.5, 0.75)
-SIGNATURE_HEADER = "X-Lomo-Signature"
 
 
 class JobRequest(BaseModel):
@@ -68,11 +66,6 @@ class FaultsUpdate(BaseModel):
     submit_timeout_seconds: float | None = Field(default=None, ge=0)
     fail_rate: float | None = Field(default=None, ge=0, le=1)
     latency_scale: float | None = Field(default=None, ge=0)
-
-
-def sign(secret: str, body: bytes) -> str:
-    """Hex HMAC-SHA256 of the raw body, as sent in ``X-Lomo-Signature``."""
-    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def _error(status: int, error: str, detail: Any) -> JSONResponse:

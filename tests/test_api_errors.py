@@ -10,9 +10,9 @@ import httpx
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from api.routes.callbacks import sign
 from lomo.auth import create_user
 from lomo.db.models import MessageRow
+from lomo.signing import sign
 from tests.stack import Stack, running_stack
 from tests.test_slice import run_cat_slice
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from typing import Annotated, Any
 
@@ -13,12 +11,9 @@ from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
+from lomo.signing import verify
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
-
-
-def sign(secret: str, body: bytes) -> str:
-    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 @router.post("/callbacks")
@@ -30,8 +25,7 @@ async def callback(
     x_lomo_signature: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
     body = await request.body()
-    expected = sign(settings.callback_secret.get_secret_value(), body)
-    if not x_lomo_signature or not hmac.compare_digest(x_lomo_signature, expected):
+    if not verify(settings.callback_secret.get_secret_value(), body, x_lomo_signature):
         raise Unauthorized("bad or missing X-Lomo-Signature")
     try:
         ev = json.loads(body)
