@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from activities.toolkit import Tool
 from lomo.db.models import GenerationOrder, MessageRow, ModelStep, Task, ToolCall, WorkObject
 from lomo.llm.types import (
     Block,
@@ -19,7 +20,6 @@ from lomo.llm.types import (
     SystemBlock,
     TextBlock,
     ToolResultBlock,
-    ToolSpec,
 )
 
 SYSTEM_RULES = (
@@ -27,38 +27,6 @@ SYSTEM_RULES = (
     "language of the person's own messages. Use tools for every side effect; never claim an "
     "approval the person did not give. Lines starting with [runtime] come from the platform."
 )
-
-CORE_TOOLS = [
-    ToolSpec(
-        name="generate_image",
-        description="Generate one image. Returns an order; the result arrives later.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "model": {"type": "string"},
-                "width": {"type": "integer"},
-                "height": {"type": "integer"},
-            },
-            "required": ["prompt"],
-        },
-    ),
-    ToolSpec(
-        name="generate_video",
-        description="Generate a short video, optionally animating a reference image asset.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "model": {"type": "string"},
-                "duration_s": {"type": "number"},
-                "reference_object_id": {"type": "string"},
-            },
-            "required": ["prompt"],
-        },
-    ),
-]
-GENERATION_TOOLS = {"generate_image": "image", "generate_video": "video"}
 
 
 def estimate_tokens(text: str) -> int:
@@ -72,7 +40,12 @@ class BuiltContext:
 
 
 async def build_context(
-    session: AsyncSession, task: Task, turn: int, step: int, message_ids: list[str]
+    session: AsyncSession,
+    task: Task,
+    turn: int,
+    step: int,
+    message_ids: list[str],
+    tools: list[Tool],
 ) -> BuiltContext:
     steps = list(
         await session.scalars(
@@ -106,7 +79,11 @@ async def build_context(
         results: list[Block] = []
         for tu in resp.tool_uses:
             call = calls.get(tu.id)
-            content = json.dumps(call.result) if call and call.result else '{"status": "missing"}'
+            content = (
+                json.dumps(_visible(call.result))
+                if call and call.result
+                else '{"status": "missing"}'
+            )
             results.append(ToolResultBlock(tool_use_id=tu.id, content=content))
         if results:
             add("user", results)
@@ -119,7 +96,7 @@ async def build_context(
     if tail:
         add("user", [TextBlock(text=tail)])
     system = [SystemBlock(text=SYSTEM_RULES, cache=True)]
-    request = ModelRequest(system=system, messages=conversation, tools=CORE_TOOLS)
+    request = ModelRequest(system=system, messages=conversation, tools=[t.spec for t in tools])
     texts = [
         ("stable_prefix", SYSTEM_RULES),
         ("recent_messages", json.dumps([str(m) for m in conversation])[:20_000]),
@@ -159,3 +136,8 @@ async def _dynamic_tail(session: AsyncSession, task: Task, since: datetime | Non
 def _aware(dt: datetime) -> datetime:
     # SQLite returns naive datetimes even for timezone=True columns.
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _visible(result: dict[str, Any]) -> dict[str, Any]:
+    """The journal's bookkeeping keys (leading underscore) are not for the model."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}

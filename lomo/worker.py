@@ -4,46 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import httpx
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.runtime import RuntimeActivities
+from activities.registry import build_activities
 from lomo.db.engine import Database
-from lomo.llm.providers import build_provider
-from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
 from lomo.temporal import connect
 from workflows.main_thread import MainThreadWorkflow
 from workflows.task import TaskWorkflow
-from workspace.store import AssetStore
 
 log = logging.getLogger(__name__)
 WORKFLOWS = [TaskWorkflow, MainThreadWorkflow]
 
 
-def build_activities(
-    settings: Settings, db: Database, http: httpx.AsyncClient, provider: ModelProvider | None = None
-) -> RuntimeActivities:
-    return RuntimeActivities(
-        db=db,
-        provider=provider or build_provider(settings),
-        http=http,
-        assets=AssetStore(settings.resolved_asset_dir),
-        sim_url=settings.resolved_sim_url,
-        callback_url=f"{settings.resolved_api_url}/v1/generation/callbacks",
-        max_steps_per_turn=settings.max_steps_per_turn,
-        generation_wait_seconds=settings.generation_wait_seconds,
-    )
-
-
-def make_worker(client: Client, settings: Settings, acts: RuntimeActivities) -> Worker:
+def make_worker(client: Client, settings: Settings, activities: list[Any]) -> Worker:
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=acts.all(),
+        activities=activities,
     )
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
+from activities.registry import build_activities
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
-from lomo.worker import build_activities, make_worker
+from lomo.worker import make_worker
 from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, free_port
 

@@ -72,9 +72,10 @@ class ToolInput:
 
 @dataclass
 class ToolOutcome:
-    status: str  # done | error | outcome_unknown | pending
+    status: str  # done | error | outcome_unknown | needs_confirmation
     order_id: str | None = None  # set when the tool started a generation job we must await
     made_progress: bool = False
+    card_id: str | None = None  # set when the tool needs the person's answer first
 
 
 @dataclass

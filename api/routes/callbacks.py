@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from sqlalchemy import select
 
-from activities.runtime import record_job_state
+from activities.generation import record_job_state
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
 from lomo.db.models import GenerationOrder

@@ -1,0 +1,37 @@
+"""Assembles every tool set and every activity class of the worker (one place to extend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from activities.generation import GenerationActivities, generation_tools
+from activities.routing import RoutingActivities
+from activities.runtime import RuntimeActivities
+from activities.toolkit import Tool, ToolDeps
+from lomo.db.engine import Database
+from lomo.llm.providers import build_provider
+from lomo.llm.types import ModelProvider
+from lomo.settings import Settings
+from workspace.store import AssetStore
+
+
+def build_tools(deps: ToolDeps) -> dict[str, Tool]:
+    tools = [*generation_tools(deps)]
+    return {t.name: t for t in tools}
+
+
+def build_activities(
+    settings: Settings, db: Database, http: httpx.AsyncClient, provider: ModelProvider | None = None
+) -> list[Any]:
+    provider = provider or build_provider(settings)
+    deps = ToolDeps(
+        db=db, http=http, assets=AssetStore(settings.resolved_asset_dir), settings=settings
+    )
+    tools = build_tools(deps)
+    return [
+        *RuntimeActivities(deps, provider, tools).all(),
+        *GenerationActivities(deps).all(),
+        *RoutingActivities(db, provider, settings).all(),
+    ]

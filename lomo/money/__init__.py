@@ -1,0 +1,1 @@
+"""money (owned by the money issue)."""

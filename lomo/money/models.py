@@ -1,0 +1,3 @@
+"""money tables."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""routing (owned by the routing issue)."""

@@ -1,0 +1,3 @@
+"""routing tables."""
+
+from __future__ import annotations

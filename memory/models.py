@@ -1,0 +1,3 @@
+"""memory tables (owned by the memory issue)."""
+
+from __future__ import annotations
