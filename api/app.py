@@ -10,7 +10,17 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api import errors
-from api.routes import callbacks, events, health, messages, objects, tasks, thread, users
+from api.routes import (
+    callbacks,
+    cards,
+    events,
+    health,
+    messages,
+    objects,
+    tasks,
+    thread,
+    users,
+)
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
@@ -51,6 +61,6 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     else:
         app.state.temporal = _lazy_temporal(settings)
     errors.install(app)
-    for r in (health, users, messages, tasks, objects, thread, events, callbacks):
+    for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks):
         app.include_router(r.router)
     return app

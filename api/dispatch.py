@@ -52,3 +52,12 @@ async def stop_task(client: Client, task_id: str) -> None:
         await client.get_workflow_handle(f"task:{task_id}").execute_update("stop")
     except RPCError as e:
         raise Conflict(f"task {task_id} is not running") from e
+
+
+async def card_answered(client: Client, task_id: str, card_id: str) -> None:
+    """Wake the card's task. The answer is already durable in the DB, so a task that has
+    ended meanwhile simply does not hear it."""
+    try:
+        await client.get_workflow_handle(f"task:{task_id}").signal("card_answered", card_id)
+    except RPCError:
+        pass

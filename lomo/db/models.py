@@ -156,3 +156,26 @@ class TaskObject(Base):
 
 
 Index("ix_tasks_user_status", Task.user_id, Task.status)
+
+
+class Card(Base):
+    """A question to the person (confirm, select, clarify, price, forget, delete).
+
+    Answered only by an authenticated action of the person; `key` makes creation idempotent
+    (e.g. the call_id of the tool call that needs the confirmation)."""
+
+    __tablename__ = "cards"
+    __table_args__ = (UniqueConstraint("user_id", "key"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default="open")  # open|answered|expired
+    title: Mapped[str] = mapped_column(Text)
+    options: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    price_cents: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    key: Mapped[str | None] = mapped_column(String(160), nullable=True)
+    answer: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

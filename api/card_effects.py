@@ -1,0 +1,14 @@
+"""Which area acts on which card kind (each area owns its effect; see lomo/cards.py)."""
+
+from __future__ import annotations
+
+from lomo.cards import CardEffect
+from lomo.money.cards import PRICE_EFFECT
+from memory.cards import FORGET_EFFECT
+from workspace.cards import DELETE_EFFECT
+
+EFFECTS: dict[str, CardEffect] = {
+    "price": PRICE_EFFECT,
+    "forget": FORGET_EFFECT,
+    "delete": DELETE_EFFECT,
+}

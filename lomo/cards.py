@@ -1,0 +1,126 @@
+"""Cards: questions to the person, answered only through an authenticated action.
+
+Areas attach effects to card kinds (`CardEffect`): `in_transaction` runs inside the
+transaction that records the answer (e.g. creating an approval: both commit or neither),
+`after_commit` runs once the answer is durable (e.g. starting the forget cascade). A card
+that belongs to a task additionally wakes that task (the api sends `card_answered`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from lomo.db.models import Card
+from lomo.errors import Conflict, InvalidInput, NotFound
+from lomo.events import append_event
+from lomo.ids import new_id
+
+CARD_KINDS = ("confirm", "select", "clarify", "price", "forget", "delete")
+ACTIONS = ("confirm", "reject", "select", "revise")
+
+
+@dataclass
+class CardEffect:
+    in_transaction: Callable[[AsyncSession, Card], Awaitable[None]] | None = None
+    # Gets the api's app state (settings, db, temporal getter) and the answered card.
+    after_commit: Callable[[Any, Card], Awaitable[None]] | None = None
+
+
+def card_view(c: Card) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "card_id": c.id,
+        "task_id": c.task_id,
+        "kind": c.kind,
+        "status": c.status,
+        "title": c.title,
+        "options": c.options,
+        "payload": c.payload,
+        "created_at": c.created_at.isoformat(),
+    }
+    if c.price_cents is not None:
+        out["price"] = {"amount_cents": c.price_cents, "currency": "EUR"}
+    if c.answer is not None:
+        out["answer"] = c.answer
+    return out
+
+
+async def create_card(
+    s: AsyncSession,
+    *,
+    user_id: str,
+    kind: str,
+    title: str,
+    options: list[dict[str, str]] | None = None,
+    task_id: str | None = None,
+    price_cents: int | None = None,
+    payload: dict[str, Any] | None = None,
+    key: str | None = None,
+) -> Card:
+    """Create (or, for the same `key`, return the existing) card and emit `card.created`."""
+    if kind not in CARD_KINDS:
+        raise InvalidInput(f"unknown card kind {kind!r}")
+    if key is not None:
+        old = await s.scalar(select(Card).where(Card.user_id == user_id, Card.key == key))
+        if old is not None:
+            return old
+    card = Card(
+        id=new_id("crd"),
+        user_id=user_id,
+        task_id=task_id,
+        kind=kind,
+        title=title,
+        options=options or [],
+        price_cents=price_cents,
+        payload=payload or {},
+        key=key,
+    )
+    s.add(card)
+    await s.flush()
+    await append_event(s, user_id, "card.created", card_view(card))
+    return card
+
+
+async def get_card(s: AsyncSession, user_id: str, card_id: str, lock: bool = False) -> Card:
+    card = await s.get(Card, card_id, with_for_update=lock)
+    if card is None or card.user_id != user_id:
+        raise NotFound(f"no card {card_id}")
+    return card
+
+
+async def answer_card(
+    s: AsyncSession,
+    user_id: str,
+    card_id: str,
+    action: str,
+    option_id: str | None = None,
+    text: str | None = None,
+) -> Card:
+    """Record the person's answer once; a second answer is a conflict."""
+    card = await get_card(s, user_id, card_id, lock=True)
+    if card.status != "open":
+        raise Conflict(f"card {card_id} is already {card.status}")
+    if action not in ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+    if action == "select":
+        ids = [o.get("id") for o in card.options]
+        if option_id not in ids:
+            raise InvalidInput(f"option_id must be one of {ids}")
+    if action == "revise" and not text:
+        raise InvalidInput("revise needs a text")
+    card.status = "answered"
+    card.answer = {"action": action, "option_id": option_id, "text": text}
+    card.answered_at = datetime.now(UTC)
+    await append_event(
+        s, user_id, "card.answered", {"card_id": card.id, "task_id": card.task_id, **card.answer}
+    )
+    return card
+
+
+def confirmed(card: Card) -> bool:
+    return card.status == "answered" and (card.answer or {}).get("action") == "confirm"
