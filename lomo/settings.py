@@ -55,6 +55,12 @@ class Settings(BaseSettings):
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
     sim_speed: float = 1.0  # simulator latency factor (0.05 in tests)
 
+    # Routing (issue 4)
+    embedder: Literal["usem", "fake"] = "usem"  # "fake": seeded hash embedder for tests
+    routing_active_window: int = 8  # most recently active tasks always shown to the router
+    routing_search_limit: int = 6  # extra candidates from keyword + vector search
+    routing_duplicate_window: int = 50  # running tasks compared before creating a new one
+
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:
         if self.mode == "production":
