@@ -1,0 +1,39 @@
+"""The vector index: one narrow async interface, an embedded and a server backend."""
+
+from __future__ import annotations
+
+from lomo.settings import Settings
+from lomo.vectors.base import (
+    VectorFilter,
+    VectorHit,
+    VectorIndex,
+    VectorIndexError,
+    VectorPoint,
+    point_uuid,
+)
+
+
+def open_vector_index(settings: Settings) -> VectorIndex:
+    """The server backend when `vector_url` is set, else the embedded engine under data_dir.
+
+    Only the worker process may open the embedded engine (it holds the files)."""
+    if settings.vector_url:
+        from qdrant_client import AsyncQdrantClient
+
+        from lomo.vectors.server import QdrantServerIndex
+
+        return QdrantServerIndex(AsyncQdrantClient(url=settings.vector_url))
+    from lomo.vectors.edge import EdgeVectorIndex
+
+    return EdgeVectorIndex(settings.data_dir / "vectors")
+
+
+__all__ = [
+    "VectorFilter",
+    "VectorHit",
+    "VectorIndex",
+    "VectorIndexError",
+    "VectorPoint",
+    "open_vector_index",
+    "point_uuid",
+]
