@@ -1,17 +1,34 @@
-"""The context builder: stable prefix first, dynamic tail last (ARCHITECTURE §2)."""
+"""The context builder: stable prefix first, dynamic tail last (ARCHITECTURE §2, article §6).
+
+Layers, in the order the model sees them (the cache breakpoint sits after the stable
+prefix, so everything before it is reused across steps):
+  stable_prefix     system rules, the tool list, the person's profile snapshot
+  segment_summaries older steps of this task, compressed to one line each
+  recent_messages   the last steps verbatim (messages, decisions, tool results)
+  dynamic_tail      task, checklist, cards, jobs, notices, retrieved memories
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from activities.checklist import load_items
 from activities.toolkit import Tool
-from lomo.db.models import GenerationOrder, MessageRow, ModelStep, Task, ToolCall, WorkObject
+from lomo.db.models import (
+    Card,
+    GenerationOrder,
+    MessageRow,
+    ModelStep,
+    Task,
+    ToolCall,
+    WorkObject,
+)
 from lomo.llm.types import (
     Block,
     Message,
@@ -25,12 +42,27 @@ from lomo.llm.types import (
 SYSTEM_RULES = (
     "You are Lomo, a creative agent working with one person over days. Answer in the "
     "language of the person's own messages. Use tools for every side effect; never claim an "
-    "approval the person did not give. Lines starting with [runtime] come from the platform."
+    "approval the person did not give: only the person's answer on a card approves. Keep "
+    "the checklist current; a step is done only with evidence. Lines starting with "
+    "[runtime] come from the platform, not from the person."
 )
+RECENT_STEPS = 12  # steps kept verbatim; older ones become one summary line each
 
 
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
+
+
+@dataclass
+class ContextExtras:
+    """What other services add (memory, workspace notices); empty when they add nothing."""
+
+    profile: str = ""
+    memories: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)
+    excluded_messages: set[str] = field(default_factory=set)
+    excluded_steps: set[tuple[int, int]] = field(default_factory=set)
 
 
 @dataclass
@@ -46,20 +78,27 @@ async def build_context(
     step: int,
     message_ids: list[str],
     tools: list[Tool],
+    extras: ContextExtras | None = None,
 ) -> BuiltContext:
-    steps = list(
-        await session.scalars(
+    extras = extras or ContextExtras()
+    steps = [
+        s
+        for s in await session.scalars(
             select(ModelStep).where(ModelStep.task_id == task.id).order_by(ModelStep.id)
         )
-    )
+        if (s.turn, s.step) not in extras.excluded_steps
+    ]
     msgs = {
         m.id: m
         for m in await session.scalars(select(MessageRow).where(MessageRow.task_id == task.id))
+        if m.id not in extras.excluded_messages
     }
     calls = {
         c.tool_use_id: c
         for c in await session.scalars(select(ToolCall).where(ToolCall.task_id == task.id))
     }
+    older, recent = steps[:-RECENT_STEPS], steps[-RECENT_STEPS:]
+    summary_lines = [_summarize(s, msgs, calls) for s in older]
     conversation: list[Message] = []
 
     def add(role: str, blocks: list[Block]) -> None:
@@ -68,38 +107,39 @@ async def build_context(
         else:
             conversation.append(Message(role=role, content=list(blocks)))  # type: ignore[arg-type]
 
-    for s in steps:
-        seen = [
-            m for m in msgs.values() if (m.processed_turn, m.processed_step) == (s.turn, s.step)
-        ]
-        for m in sorted(seen, key=lambda m: m.created_at):
+    if summary_lines:
+        add(
+            "user", [TextBlock(text="[runtime] earlier in this task:\n" + "\n".join(summary_lines))]
+        )
+    for s in recent:
+        for m in _seen_in(msgs, s.turn, s.step):
             add("user", [TextBlock(text=m.text)])
         resp = ModelResponse.from_dict(s.response)
         add("assistant", list(resp.content))
         results: list[Block] = []
         for tu in resp.tool_uses:
             call = calls.get(tu.id)
-            content = (
-                json.dumps(_visible(call.result))
-                if call and call.result
-                else '{"status": "missing"}'
-            )
-            results.append(ToolResultBlock(tool_use_id=tu.id, content=content))
+            shown = _visible(call.result) if call and call.result else {"status": "missing"}
+            results.append(ToolResultBlock(tool_use_id=tu.id, content=json.dumps(shown)))
         if results:
             add("user", results)
     for mid in message_ids:
         if mid in msgs:
             add("user", [TextBlock(text=msgs[mid].text)])
 
-    last_step_at: datetime | None = steps[-1].created_at if steps else None
-    tail = await _dynamic_tail(session, task, last_step_at)
-    if tail:
-        add("user", [TextBlock(text=tail)])
-    system = [SystemBlock(text=SYSTEM_RULES, cache=True)]
+    since = steps[-1].created_at if steps else None
+    tail = await _dynamic_tail(session, task, since, extras)
+    add("user", [TextBlock(text=tail)])
+    prefix = SYSTEM_RULES + "\nTools: " + ", ".join(t.name for t in tools)
+    system = [SystemBlock(text=prefix, cache=not extras.profile)]
+    if extras.profile:
+        system.append(SystemBlock(text=extras.profile, cache=True))
     request = ModelRequest(system=system, messages=conversation, tools=[t.spec for t in tools])
+    recent_text = "\n".join(_render(m) for m in conversation[:-1] or conversation)
     texts = [
-        ("stable_prefix", SYSTEM_RULES),
-        ("recent_messages", json.dumps([str(m) for m in conversation])[:20_000]),
+        ("stable_prefix", prefix + ("\n" + extras.profile if extras.profile else "")),
+        ("segment_summaries", "\n".join(summary_lines)),
+        ("recent_messages", recent_text),
         ("dynamic_tail", tail),
     ]
     layers: list[dict[str, Any]] = [
@@ -108,16 +148,73 @@ async def build_context(
     return BuiltContext(request=request, layers=layers)
 
 
-async def _dynamic_tail(session: AsyncSession, task: Task, since: datetime | None) -> str:
-    lines = [f"[runtime] task {task.id} ({task.kind}), turn {task.turn}, language {task.language}"]
+def _seen_in(msgs: dict[str, MessageRow], turn: int, step: int) -> list[MessageRow]:
+    seen = [m for m in msgs.values() if (m.processed_turn, m.processed_step) == (turn, step)]
+    return sorted(seen, key=lambda m: m.created_at)
+
+
+def _summarize(s: ModelStep, msgs: dict[str, MessageRow], calls: dict[str, ToolCall]) -> str:
+    resp = ModelResponse.from_dict(s.response)
+    said = " ".join(m.text for m in _seen_in(msgs, s.turn, s.step))
+    parts = [f"turn {s.turn} step {s.step}:"]
+    if said:
+        parts.append(f"person said {said[:160]!r};")
+    for tu in resp.tool_uses:
+        call = calls.get(tu.id)
+        status = call.status if call else "missing"
+        parts.append(f"{tu.name} → {status};")
+    if resp.text:
+        parts.append(f"replied {resp.text[:160]!r}")
+    return " ".join(parts)
+
+
+def _render(m: Message) -> str:
+    out = []
+    for b in m.content:
+        if isinstance(b, TextBlock):
+            out.append(f"{m.role}: {b.text}")
+        elif isinstance(b, ToolResultBlock):
+            out.append(f"tool_result: {b.content}")
+        else:
+            out.append(f"tool_use: {b.name} {json.dumps(b.input)}")
+    return "\n".join(out)
+
+
+async def _dynamic_tail(
+    session: AsyncSession, task: Task, since: datetime | None, extras: ContextExtras
+) -> str:
+    lines = [
+        f"[runtime] task {task.id} ({task.kind}), turn {task.turn}, language {task.language}",
+        f"[runtime] goal: {task.goal[:500]}",
+    ]
+    if task.briefing:
+        lines.append(f"[runtime] briefing: {task.briefing[:2000]}")
+    items = await load_items(session, task.id)
+    if items:
+        lines.append("[runtime] checklist:")
+        for i in items:
+            flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
+            arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
+            lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
+    cards = await session.scalars(select(Card).where(Card.task_id == task.id))
+    for c in cards:
+        if c.status == "open":
+            lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
+        elif c.status == "answered" and _after(c.answered_at, since):
+            a = c.answer or {}
+            choice = f" option {a.get('option_id')}" if a.get("option_id") else ""
+            text = f": {a.get('text')}" if a.get("text") else ""
+            lines.append(
+                f"[runtime] the person answered card {c.id} ({c.title}): "
+                f"{a.get('action')}{choice}{text}"
+            )
     orders = await session.scalars(
         select(GenerationOrder).where(GenerationOrder.task_id == task.id)
     )
     for o in orders:
-        finished_after = since is None or _aware(o.updated_at) > _aware(since)
-        if o.status == "succeeded" and o.object_id and finished_after:
+        if o.status == "succeeded" and o.object_id and _after(o.updated_at, since):
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
-        elif o.status == "failed" and finished_after:
+        elif o.status == "failed" and _after(o.updated_at, since):
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
         elif o.status not in ("succeeded", "failed"):
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
@@ -128,9 +225,18 @@ async def _dynamic_tail(session: AsyncSession, task: Task, since: datetime | Non
         .order_by(WorkObject.created_at.desc())
         .limit(5)
     )
-    for a in assets:
-        lines.append(f"[runtime] recent asset {a.id}: {a.name} ({a.created_at:%Y-%m-%d})")
-    return "\n".join(lines) if len(lines) > 1 else ""
+    for obj in assets:
+        lines.append(f"[runtime] recent asset {obj.id}: {obj.name} ({obj.created_at:%Y-%m-%d})")
+    lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
+    lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
+    lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
+    return "\n".join(lines)
+
+
+def _after(t: datetime | None, since: datetime | None) -> bool:
+    if t is None:
+        return False
+    return since is None or _aware(t) > _aware(since)
 
 
 def _aware(dt: datetime) -> datetime:

@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from activities.checklist import checklist_tools
 from activities.generation import GenerationActivities, generation_tools
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
@@ -15,10 +16,11 @@ from lomo.llm.providers import build_provider
 from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
 from workspace.store import AssetStore
+from workspace.tools import workspace_tools
 
 
 def build_tools(deps: ToolDeps) -> dict[str, Tool]:
-    tools = [*generation_tools(deps)]
+    tools = [*checklist_tools(deps), *generation_tools(deps), *workspace_tools(deps)]
     return {t.name: t for t in tools}
 
 

@@ -10,21 +10,31 @@ from sqlalchemy import select, update
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.checklist import CLOSED, load_items
 from activities.context import build_context
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
-from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
+from lomo.cards import create_card
+from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
 from lomo.llm.types import ModelProvider, ModelResponse
 from workflows.types import (
+    TERMINAL_TASK_STATUSES,
+    CardRef,
+    CardState,
+    CheckpointInput,
     PlannedCall,
     StatusInput,
     StepDecision,
     StepInput,
     ToolInput,
     ToolOutcome,
+    TurnState,
+    TurnStateInput,
 )
 
 log = logging.getLogger(__name__)
+# A call waiting for the person's confirmation is not final: it runs again once answered.
+FINAL_CALL = ("done", "error", "outcome_unknown")
 
 
 def now() -> datetime:
@@ -105,8 +115,8 @@ class RuntimeActivities:
             call = await s.get(ToolCall, inp.call_id, with_for_update=True)
             if call is None:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
-            if call.result is not None:  # finished before: same answer, no second effect
-                return _outcome(call.status, call.result)
+            if call.result is not None and call.status in FINAL_CALL:
+                return _outcome(call.status, call.result)  # same answer, no second effect
             task = await s.get(Task, inp.task_id)
             assert task is not None
             tool = self.tools.get(call.name)
@@ -135,8 +145,8 @@ class RuntimeActivities:
         async with self.db.session() as s:
             call = await s.get(ToolCall, inp.call_id, with_for_update=True)
             assert call is not None
-            if call.result is not None:  # a concurrent attempt recorded first: keep its record
-                return _outcome(call.status, call.result)
+            if call.result is not None and call.status in FINAL_CALL:
+                return _outcome(call.status, call.result)  # a concurrent attempt was first
             record = dict(res.result)
             for key in ("order_id", "card_id"):
                 if getattr(res, key):
@@ -150,14 +160,20 @@ class RuntimeActivities:
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
         async with self.db.session() as s:
-            task = await s.get(Task, inp.task_id)
+            task = await s.get(Task, inp.task_id, with_for_update=True)
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-            if task.status == inp.status:
+            if inp.kind and task.kind != inp.kind:
+                task.kind = inp.kind
+            if task.status == inp.status and task.status_reason == inp.reason:
                 return
-            task.status, task.updated_at = inp.status, now()
-            if inp.reason:
-                task.summary = inp.reason
+            task.status, task.status_reason, task.updated_at = inp.status, inp.reason, now()
+            if inp.status in TERMINAL_TASK_STATUSES:
+                # What can be cancelled is: open questions to the person expire.
+                for card in await s.scalars(
+                    select(Card).where(Card.task_id == task.id, Card.status == "open")
+                ):
+                    card.status = "expired"
             await append_event(
                 s,
                 task.user_id,
@@ -165,8 +181,69 @@ class RuntimeActivities:
                 {"task_id": task.id, "status": inp.status, "reason": inp.reason},
             )
 
+    @activity.defn(name="turn_state")
+    async def turn_state(self, inp: TurnStateInput) -> TurnState:
+        """The checklist summary the stop-check needs, read from the DB."""
+        async with self.db.session() as s:
+            items = await load_items(s, inp.task_id)
+            cards = list(await s.scalars(select(Card).where(Card.task_id == inp.task_id)))
+        open_cards = sorted(c.id for c in cards if c.status == "open")
+        decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
+        state = TurnState(
+            checklist_total=len(items),
+            checklist_open=sum(i.status not in CLOSED for i in items),
+            blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
+            progress=any(i.done_turn == inp.turn for i in items),
+            open_cards=open_cards,
+        )
+        # The current step is the first one not closed; it is a checkpoint when it needs
+        # the person and no card asks about it yet.
+        current = next((i for i in items if i.status not in CLOSED), None)
+        if current and current.requires_confirmation and current.id not in decided:
+            state.checkpoint_due = current.id
+        return state
+
+    @activity.defn(name="create_checkpoint_card")
+    async def create_checkpoint_card(self, inp: CheckpointInput) -> CardRef:
+        """The model reached a checkpoint without asking: the runtime asks itself."""
+        async with self.db.session() as s:
+            item = await s.get(ChecklistItem, inp.item_id)
+            task = await s.get(Task, inp.task_id)
+            if item is None or task is None or item.task_id != task.id:
+                raise ApplicationError(f"no checkpoint {inp.item_id}", non_retryable=True)
+            de = task.language == "de"
+            card = await create_card(
+                s,
+                user_id=task.user_id,
+                kind="confirm",
+                title=("Bitte bestätigen: " if de else "Please confirm: ") + item.title,
+                options=[
+                    {"id": "confirm", "label": "Ja" if de else "Yes"},
+                    {"id": "reject", "label": "Nein" if de else "No"},
+                ],
+                task_id=task.id,
+                payload={"item_id": item.id, "by": "runtime"},
+                key=f"checkpoint:{item.id}:{task.turn}",
+            )
+            return CardRef(card.id)
+
+    @activity.defn(name="card_state")
+    async def card_state(self, ref: CardRef) -> CardState:
+        async with self.db.session() as s:
+            card = await s.get(Card, ref.card_id)
+            if card is None:
+                raise ApplicationError(f"no card {ref.card_id}", non_retryable=True)
+            return CardState(card.id, card.status, (card.answer or {}).get("action", ""))
+
     def all(self) -> list[Any]:
-        return [self.model_step, self.run_tool, self.set_task_status]
+        return [
+            self.model_step,
+            self.run_tool,
+            self.set_task_status,
+            self.turn_state,
+            self.create_checkpoint_card,
+            self.card_state,
+        ]
 
 
 def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
@@ -180,4 +257,6 @@ def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
 
 def _decision(resp: ModelResponse) -> StepDecision:
     calls = [PlannedCall(i, u.name) for i, u in enumerate(resp.tool_uses)]
-    return StepDecision(calls=calls, end_turn=resp.stop_reason != "tool_use" or not calls)
+    end = resp.stop_reason != "tool_use" or not calls
+    asked = end and not calls and resp.text.rstrip().endswith("?")
+    return StepDecision(calls=calls, end_turn=end, asked_person=asked)

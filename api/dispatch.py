@@ -7,10 +7,10 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from lomo.errors import Conflict, NotFound
+from lomo.errors import Conflict
 from lomo.settings import Settings
 from workflows.main_thread import MainThreadWorkflow
-from workflows.types import GenerationEvent, MainThreadInput
+from workflows.types import GenerationEvent, MainThreadInput, ResumeInput
 
 
 async def route_via_main(client: Client, settings: Settings, user_id: str, message_id: str) -> None:
@@ -26,16 +26,21 @@ async def route_via_main(client: Client, settings: Settings, user_id: str, messa
     )
 
 
-async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
+async def _update(client: Client, task_id: str, name: str, *args: object) -> str:
+    """Send an update to a task; its validator's refusal becomes a 409 with the reason."""
     handle = client.get_workflow_handle(f"task:{task_id}")
     try:
-        return str(await handle.execute_update("message", message_id))
+        return str(await handle.execute_update(name, args=list(args)))
     except WorkflowUpdateFailedError as e:
         cause = e.cause
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause)
         raise Conflict(detail) from e
     except RPCError as e:
-        raise NotFound(f"task {task_id} is not running: {e.message}") from e
+        raise Conflict(f"task {task_id} is not running ({e.message})") from e
+
+
+async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
+    return await _update(client, task_id, "message", message_id)
 
 
 async def signal_generation(client: Client, task_id: str, order_id: str, status: str) -> None:
@@ -48,16 +53,37 @@ async def signal_generation(client: Client, task_id: str, order_id: str, status:
 
 
 async def stop_task(client: Client, task_id: str) -> None:
+    await _update(client, task_id, "stop")
+
+
+async def pause_task(client: Client, task_id: str) -> None:
+    await _update(client, task_id, "pause")
+
+
+async def resume_task(client: Client, task_id: str, inp: ResumeInput) -> None:
+    await _update(client, task_id, "resume", inp)
+
+
+async def archive_task(client: Client, task_id: str) -> bool:
+    """True if a running workflow took the archive; False if the workflow had ended."""
     try:
-        await client.get_workflow_handle(f"task:{task_id}").execute_update("stop")
+        await _update(client, task_id, "archive")
+    except Conflict:
+        return False
+    return True
+
+
+async def promote_task(client: Client, task_id: str) -> None:
+    try:
+        await client.get_workflow_handle(f"task:{task_id}").signal("promote")
     except RPCError as e:
-        raise Conflict(f"task {task_id} is not running") from e
+        raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
 
 async def card_answered(client: Client, task_id: str, card_id: str) -> None:
-    """Wake the card's task. The answer is already durable in the DB, so a task that has
-    ended meanwhile simply does not hear it."""
+    """Wake the card's task. The answer is already durable in the DB: a task that ended or
+    does not know the card yet finds it there (its card wait re-reads open cards)."""
     try:
-        await client.get_workflow_handle(f"task:{task_id}").signal("card_answered", card_id)
-    except RPCError:
+        await client.get_workflow_handle(f"task:{task_id}").execute_update("card_answered", card_id)
+    except (WorkflowUpdateFailedError, RPCError):
         pass

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# A person's stop, an archive and a lightweight task's completion end the workflow.
 TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
+
+
+@dataclass
+class InboxEntry:
+    message_id: str
+    received_at: str  # ISO time the workflow accepted it (workflow.now())
 
 
 @dataclass
@@ -14,13 +21,20 @@ class TaskInput:
     user_id: str
     kind: str  # "lightweight" | "persistent"
     first_message_id: str | None = None
-    # Carried across continue_as_new (compact state only).
-    turn: int = 0
-    pending_message_ids: list[str] = field(default_factory=list)
-    status: str = "running"
     # Limits come from settings through the input: workflow code reads no environment.
     max_steps_per_turn: int = 8
-    generation_wait_seconds: float = 60.0
+    generation_wait_seconds: float = 60.0  # wait for a callback before polling upstream
+    max_turns_without_progress: int = 2
+    card_wait_seconds: float = 300.0  # wait for a card answer before re-reading the DB
+    # Compact state carried across continue_as_new; never raw history.
+    turn: int = 0
+    status: str = "running"
+    inbox: list[InboxEntry] = field(default_factory=list)
+    waiting_orders: list[str] = field(default_factory=list)
+    open_cards: dict[str, str] = field(default_factory=dict)  # card_id -> call_id or ""
+    answered_cards: list[str] = field(default_factory=list)
+    idle_turns: int = 0
+    stop_reason: str = ""
 
 
 @dataclass
@@ -42,6 +56,8 @@ class RouteDecision:
     kind: str | None = None
     max_steps_per_turn: int = 8
     generation_wait_seconds: float = 60.0
+    max_turns_without_progress: int = 2
+    card_wait_seconds: float = 300.0
 
 
 @dataclass
@@ -62,6 +78,7 @@ class PlannedCall:
 class StepDecision:
     calls: list[PlannedCall]
     end_turn: bool
+    asked_person: bool = False  # ended with a question to the person and no tool call
 
 
 @dataclass
@@ -76,6 +93,42 @@ class ToolOutcome:
     order_id: str | None = None  # set when the tool started a generation job we must await
     made_progress: bool = False
     card_id: str | None = None  # set when the tool needs the person's answer first
+
+
+@dataclass
+class TurnStateInput:
+    task_id: str
+    turn: int
+
+
+@dataclass
+class TurnState:
+    """The checklist's compact summary the stop-check needs (read from the DB)."""
+
+    checklist_total: int = 0
+    checklist_open: int = 0
+    blocked: str = ""
+    checkpoint_due: str = ""  # id of the step that needs the person's confirmation
+    progress: bool = False  # a step became done during this turn
+    open_cards: list[str] = field(default_factory=list)  # the task's open cards in the DB
+
+
+@dataclass
+class CheckpointInput:
+    task_id: str
+    item_id: str
+
+
+@dataclass
+class CardRef:
+    card_id: str
+
+
+@dataclass
+class CardState:
+    card_id: str
+    status: str  # open | answered | expired
+    action: str = ""
 
 
 @dataclass
@@ -98,9 +151,16 @@ class StatusInput:
     task_id: str
     status: str
     reason: str = ""
+    kind: str = ""  # set on promotion
 
 
 @dataclass
 class GenerationEvent:
     order_id: str
     status: str
+
+
+@dataclass
+class ResumeInput:
+    max_steps_per_turn: int | None = None
+    max_turns_without_progress: int | None = None

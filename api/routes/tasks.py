@@ -6,11 +6,15 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from activities.checklist import item_view, load_items
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
-from api.dispatch import stop_task
+from api.dispatch import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.routes.messages import MessageIn, accept_message
-from lomo.db.models import ModelStep, Task, TaskObject
-from lomo.errors import NotFound
+from lomo.cards import card_view
+from lomo.db.models import Card, ModelStep, Task, TaskObject
+from lomo.errors import Conflict, NotFound
+from lomo.events import append_event
+from workflows.types import ResumeInput
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 
@@ -26,7 +30,12 @@ async def _task(db: Any, user_id: str, task_id: str) -> dict[str, Any]:
         if t is None or t.user_id != user_id:
             raise NotFound(f"no task {task_id}")
         arts = await s.scalars(select(TaskObject.object_id).where(TaskObject.task_id == t.id))
-        return task_view(t, list(arts))
+        items = await load_items(s, t.id)
+        cards = await s.scalars(select(Card).where(Card.task_id == t.id).order_by(Card.created_at))
+        view = task_view(t, list(arts))
+        view["checklist"] = [item_view(i) for i in items]
+        view["cards"] = [card_view(c) for c in cards]
+        return view
 
 
 def task_view(t: Task, artifacts: list[str] | None = None) -> dict[str, Any]:
@@ -34,6 +43,7 @@ def task_view(t: Task, artifacts: list[str] | None = None) -> dict[str, Any]:
         "task_id": t.id,
         "kind": t.kind,
         "status": t.status,
+        "status_reason": t.status_reason,
         "goal": t.goal,
         "summary": t.summary,
         "language": t.language,
@@ -109,4 +119,65 @@ async def post_task_message(
 async def stop(task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep) -> dict[str, Any]:
     await _task(db, user.id, task_id)
     await stop_task(temporal, task_id)
+    return await _task(db, user.id, task_id)
+
+
+class ResumeIn(BaseModel):
+    """Optional raised limits for a task the runtime stopped at a limit."""
+
+    max_steps_per_turn: int | None = Field(default=None, ge=1, le=1000)
+    max_turns_without_progress: int | None = Field(default=None, ge=1, le=1000)
+
+
+@router.post("/{task_id}/pause")
+async def pause(task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep) -> dict[str, Any]:
+    await _task(db, user.id, task_id)
+    await pause_task(temporal, task_id)
+    return await _task(db, user.id, task_id)
+
+
+@router.post("/{task_id}/resume")
+async def resume(
+    task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep, body: ResumeIn | None = None
+) -> dict[str, Any]:
+    await _task(db, user.id, task_id)
+    limits = body or ResumeIn()
+    await resume_task(
+        temporal,
+        task_id,
+        ResumeInput(limits.max_steps_per_turn, limits.max_turns_without_progress),
+    )
+    return await _task(db, user.id, task_id)
+
+
+@router.post("/{task_id}/archive")
+async def archive(task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep) -> dict[str, Any]:
+    view = await _task(db, user.id, task_id)
+    if view["status"] == "archived":
+        return view
+    if not await archive_task(temporal, task_id):
+        # The workflow has ended (a completed or stopped task): archive the record only.
+        async with db.session() as s:
+            t = await s.get(Task, task_id, with_for_update=True)
+            assert t is not None
+            t.status, t.status_reason = "archived", f"archived after {t.status}"
+            await append_event(
+                s, user.id, "task.status", {"task_id": task_id, "status": "archived"}
+            )
+    return await _task(db, user.id, task_id)
+
+
+@router.post("/{task_id}/promote")
+async def promote(task_id: str, user: UserDep, db: DbDep, temporal: TemporalDep) -> dict[str, Any]:
+    view = await _task(db, user.id, task_id)
+    if view["kind"] == "persistent":
+        return view
+    if view["status"] in ("completed", "stopped", "archived", "failed"):
+        raise Conflict(f"task {task_id} is {view['status']}; only a live task is promoted")
+    await promote_task(temporal, task_id)
+    async with db.session() as s:  # the workflow's own status write carries the kind too
+        t = await s.get(Task, task_id, with_for_update=True)
+        assert t is not None
+        t.kind = "persistent"
+        await append_event(s, user.id, "task.promoted", {"task_id": task_id})
     return await _task(db, user.id, task_id)

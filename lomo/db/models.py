@@ -68,6 +68,8 @@ class Task(Base):
     language: Mapped[str] = mapped_column(String(8), default="en")
     turn: Mapped[int] = mapped_column(Integer, default=0)
     waiting_on: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    status_reason: Mapped[str] = mapped_column(Text, default="")
+    briefing: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -121,6 +123,12 @@ class GenerationOrder(Base):
     result_url: Mapped[str | None] = mapped_column(Text, nullable=True)
     object_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    price_cents: Mapped[int] = mapped_column(Integer, default=0)  # quoted and reserved
+    # Set (atomically, once) right before the upstream POST; with no job id recorded after
+    # the submit timeout the outcome is unclear: failed and refunded, never resubmitted.
+    submit_started_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -133,6 +141,7 @@ class WorkObject(Base):
     name: Mapped[str] = mapped_column(String(300))
     version: Mapped[int] = mapped_column(Integer, default=1)
     deleted: Mapped[bool] = mapped_column(default=False)
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -144,6 +153,9 @@ class ObjectVersion(Base):
     blob_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     media_type: Mapped[str | None] = mapped_column(String(80), nullable=True)
     created_by: Mapped[str] = mapped_column(String(160))  # "user" or "task:{id}:{call_id}"
+    # The tool call that made this version: a retried call finds it and applies nothing twice.
+    call_id: Mapped[str | None] = mapped_column(String(120), nullable=True, unique=True)
+    summary: Mapped[str] = mapped_column(Text, default="")  # what changed against the previous
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -153,6 +165,8 @@ class TaskObject(Base):
     object_id: Mapped[str] = mapped_column(ForeignKey("objects.id"), primary_key=True)
     role: Mapped[str] = mapped_column(String(20), default="artifact")
     seen_version: Mapped[int] = mapped_column(Integer, default=0)
+    # The task has been told the object is deleted (its notice is then no longer shown).
+    deletion_seen: Mapped[bool] = mapped_column(default=False)
 
 
 Index("ix_tasks_user_status", Task.user_id, Task.status)
@@ -179,3 +193,24 @@ class Card(Base):
     answer: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ChecklistItem(Base):
+    """One step of a task's execution checklist; owned by the runtime, proposed by the model
+    through `update_checklist` (article §8.1)."""
+
+    __tablename__ = "checklist_items"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text)
+    # open | in_progress | done | blocked | skipped
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    requires_confirmation: Mapped[bool] = mapped_column(default=False)
+    confirmed_by_card: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    artifacts: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    note: Mapped[str] = mapped_column(Text, default="")
+    done_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -37,7 +37,33 @@ def upgrade() -> None:
     )
     op.create_index("ix_cards_user_id", "cards", ["user_id"])
     op.create_index("ix_cards_task_id", "cards", ["task_id"])
+    op.create_table(
+        "checklist_items",
+        sa.Column("id", sa.String(length=40), nullable=False),
+        sa.Column("task_id", sa.String(length=40), nullable=False),
+        sa.Column("position", sa.Integer(), nullable=False),
+        sa.Column("title", sa.Text(), nullable=False),
+        sa.Column("status", sa.String(length=20), nullable=False),
+        sa.Column("requires_confirmation", sa.Boolean(), nullable=False),
+        sa.Column("confirmed_by_card", sa.String(length=40), nullable=True),
+        sa.Column("artifacts", sa.JSON(), nullable=False),
+        sa.Column("evidence", sa.JSON(), nullable=False),
+        sa.Column("note", sa.Text(), nullable=False),
+        sa.Column("done_turn", sa.Integer(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["task_id"], ["tasks.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_checklist_items_task_id", "checklist_items", ["task_id"])
+    with op.batch_alter_table("tasks") as batch:
+        batch.add_column(sa.Column("status_reason", sa.Text(), nullable=False, server_default=""))
+        batch.add_column(sa.Column("briefing", sa.Text(), nullable=False, server_default=""))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tasks") as batch:
+        batch.drop_column("briefing")
+        batch.drop_column("status_reason")
+    op.drop_table("checklist_items")
     op.drop_table("cards")

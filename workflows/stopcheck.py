@@ -1,0 +1,69 @@
+"""The stop-check after every turn (article Abb. 9), as a pure function of compact state.
+
+Deterministic and free of I/O, so the workflow can call it and tests can enumerate it.
+Order matters: a person's stop or pause wins over everything; finished work completes;
+waiting (jobs, cards) parks without a model call; limits and idling stop with a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TurnFacts:
+    kind: str  # lightweight | persistent
+    stop_requested: bool = False
+    paused: bool = False
+    steps_exhausted: bool = False  # the turn hit max_steps_per_turn without ending
+    progress: bool = False  # new artifact, a checklist step done, a job submitted
+    idle_turns: int = 0  # consecutive turns without progress, this one included
+    max_idle_turns: int = 2
+    checklist_total: int = 0
+    checklist_open: int = 0  # neither done nor skipped
+    blocked: str = ""  # title/reason of a blocked step, if any
+    checkpoint_due: str = ""  # id of a step awaiting the person's confirmation, no card yet
+    open_orders: int = 0
+    open_cards: int = 0
+    inbox: int = 0  # messages that arrived and were not seen yet
+    asked_person: bool = False  # the model ended its turn with a question to the person
+
+
+@dataclass
+class Verdict:
+    # stop | pause | complete | wait_jobs | wait_cards | checkpoint | next_turn | wait_input
+    action: str
+    reason: str = ""
+
+
+def stop_check(f: TurnFacts) -> Verdict:
+    if f.stop_requested:
+        return Verdict("stop", "stopped by the person")
+    if f.paused:
+        return Verdict("pause", "paused by the person")
+    if f.checklist_total and not f.checklist_open and not f.open_orders:
+        return Verdict("complete", "every checklist step is done")
+    if f.open_orders:
+        return Verdict("wait_jobs", "waiting on generation jobs")
+    if f.open_cards:
+        return Verdict("wait_cards", "waiting on the person's answer")
+    if f.checkpoint_due:
+        return Verdict("checkpoint", f"checkpoint {f.checkpoint_due} needs the person")
+    if f.blocked:
+        return Verdict("stop", f"blocked: {f.blocked}")
+    if f.steps_exhausted:
+        return Verdict("stop", "limit: max_steps_per_turn reached")
+    if f.inbox:
+        return Verdict("next_turn", "new messages arrived during the turn")
+    if f.asked_person:
+        return Verdict("wait_input", "the agent asked the person")
+    if not f.checklist_total:
+        # No plan: a lightweight task is done once it answered; a persistent one waits.
+        if f.kind == "lightweight":
+            return Verdict("complete", "answered")
+        return Verdict("wait_input", "answered; waiting for the person")
+    if f.progress:
+        return Verdict("next_turn", "progress made and steps remain")
+    if f.idle_turns >= f.max_idle_turns:
+        return Verdict("stop", f"limit: no meaningful progress in {f.idle_turns} turns")
+    return Verdict("next_turn", "no progress yet; trying again")
