@@ -8,6 +8,8 @@ import httpx
 
 from activities.checklist import checklist_tools
 from activities.generation import GenerationActivities, generation_tools
+from activities.memory import MemoryActivities
+from activities.probe_tools import probe_tools
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.toolkit import Tool, ToolDeps
@@ -20,7 +22,12 @@ from workspace.tools import workspace_tools
 
 
 def build_tools(deps: ToolDeps) -> dict[str, Tool]:
-    tools = [*checklist_tools(deps), *generation_tools(deps), *workspace_tools(deps)]
+    tools = [
+        *checklist_tools(deps),
+        *probe_tools(deps),
+        *generation_tools(deps),
+        *workspace_tools(deps),
+    ]
     return {t.name: t for t in tools}
 
 
@@ -36,4 +43,5 @@ def build_activities(
         *RuntimeActivities(deps, provider, tools).all(),
         *GenerationActivities(deps).all(),
         *RoutingActivities(db, provider, settings).all(),
+        *MemoryActivities(deps, provider).all(),
     ]

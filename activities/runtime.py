@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.checklist import CLOSED, load_items
 from activities.context import build_context
+from activities.heartbeat import heartbeating
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
@@ -68,7 +69,8 @@ class RuntimeActivities:
             built = await build_context(
                 s, task, inp.turn, inp.step, inp.message_ids, list(self.tools.values())
             )
-        resp = await self.provider.complete(built.request)
+        async with heartbeating():
+            resp = await self.provider.complete(built.request)
         async with self.db.session() as s:
             s.add(
                 ModelStep(
@@ -141,7 +143,8 @@ class RuntimeActivities:
             ctx = ToolCallContext(
                 inp.task_id, user_id, inp.call_id, int(turn), int(step), int(index)
             )
-            res = await tool.run(ctx, args)
+            async with heartbeating():
+                res = await tool.run(ctx, args)
         async with self.db.session() as s:
             call = await s.get(ToolCall, inp.call_id, with_for_update=True)
             assert call is not None

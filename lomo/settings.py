@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     database_url: str | None = None  # default: SQLite file in data_dir
     vector_url: str | None = None  # Qdrant server; None → embedded engine in data_dir
     asset_dir: Path | None = None
+    # S3-compatible asset store (production); unset → the asset directory.
+    s3_endpoint_url: str | None = None
+    s3_bucket: str = "lomo-assets"
+    s3_region: str = "us-east-1"
+    s3_access_key: SecretStr | None = None
+    s3_secret_key: SecretStr | None = None
 
     # Secrets
     admin_token: SecretStr = SecretStr(EMBEDDED_ADMIN_TOKEN)
@@ -53,13 +59,34 @@ class Settings(BaseSettings):
     max_steps_per_turn: int = 8
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
+    card_wait_seconds: float = 300.0  # re-read open cards after this long (lost wake-ups)
+    heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
+    # Registers probe tools that tests use to kill workers mid-call; never in production.
+    test_tools: bool = False
     sim_speed: float = 1.0  # simulator latency factor (0.05 in tests)
+
+    # Money (cents, EUR): a new account's credit and the default budget settings
+    initial_credit_cents: int = 2000
+    free_confirm_cents: int = 50  # per paid operation without a question
+    daily_free_cents: int = 500  # per UTC day without a question
+    # An upstream submit without an answer within this is an unclear outcome: the order is
+    # failed and refunded, never resubmitted (README "Money").
+    generation_submit_timeout_seconds: float = 10.0
+    # TEST-ONLY fault hook: the worker exits (os._exit(137)) right after the upstream POST
+    # returns, before the job id is persisted. Never set it outside tests.
+    fault_kill_after_submit: bool = False
 
     # Routing (issue 4)
     embedder: Literal["usem", "fake"] = "usem"  # "fake": seeded hash embedder for tests
     routing_active_window: int = 8  # most recently active tasks always shown to the router
     routing_search_limit: int = 6  # extra candidates from keyword + vector search
     routing_duplicate_window: int = 50  # running tasks compared before creating a new one
+
+    # Memory (issue 7)
+    memory_timeout_seconds: float = 2.0  # retrieval bound; past it the step goes on without
+    memory_top_k: int = 8  # retrieved memories per context
+    memory_profile_items: int = 20  # the profile stays small
+    memory_retry_seconds: float = 300.0  # a failed extraction is tried again after this
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:

@@ -221,6 +221,7 @@ class TaskWorkflow:
                 StepInput(self.inp.task_id, self.turn, step, consumed),
                 result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,
+                heartbeat_timeout=self._heartbeat(),
                 retry_policy=RETRY,
             )
             # Only what the model actually saw is processed; later arrivals wait for the
@@ -243,6 +244,7 @@ class TaskWorkflow:
             ToolInput(self.inp.task_id, call_id),
             result_type=ToolOutcome,
             start_to_close_timeout=TOOL_TIMEOUT,
+            heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
         self._progress = self._progress or outcome.made_progress
@@ -511,6 +513,10 @@ class TaskWorkflow:
             return True
         return bool(self.inbox) or self.wake
 
+    def _heartbeat(self) -> timedelta:
+        assert self.inp is not None
+        return timedelta(seconds=self.inp.heartbeat_timeout_seconds)
+
     def _must_end(self) -> bool:
         return self.stop_requested or self.archive_requested
 
@@ -543,6 +549,7 @@ class TaskWorkflow:
             i.generation_wait_seconds,
             i.max_turns_without_progress,
             i.card_wait_seconds,
+            i.heartbeat_timeout_seconds,
             turn=self.turn,
             status=self.status,
             inbox=list(self.inbox),

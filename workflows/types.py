@@ -26,6 +26,7 @@ class TaskInput:
     generation_wait_seconds: float = 60.0  # wait for a callback before polling upstream
     max_turns_without_progress: int = 2
     card_wait_seconds: float = 300.0  # wait for a card answer before re-reading the DB
+    heartbeat_timeout_seconds: float = 30.0  # a dead worker's model/tool call is retried
     # Compact state carried across continue_as_new; never raw history.
     turn: int = 0
     status: str = "running"
@@ -58,6 +59,7 @@ class RouteDecision:
     generation_wait_seconds: float = 60.0
     max_turns_without_progress: int = 2
     card_wait_seconds: float = 300.0
+    heartbeat_timeout_seconds: float = 30.0
 
 
 @dataclass

@@ -1,0 +1,137 @@
+"""Plumbing for runtime tests: tasks started straight on the workflow, workers as real
+processes (so they can be SIGKILLed), and a scripted model behind the Messages-API stand-in."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from lomo.auth import create_user
+from lomo.db.engine import Database
+from lomo.db.models import MessageRow, Task
+from lomo.ids import new_id
+from lomo.llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from workflows.task import TaskWorkflow
+from workflows.types import TaskInput
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def new_user(db: Database) -> str:
+    async with db.session() as s:
+        user, _ = await create_user(s, "runtime-tester")
+        return user.id
+
+
+async def add_message(db: Database, user_id: str, task_id: str, text: str) -> str:
+    async with db.session() as s:
+        mid = new_id("msg")
+        s.add(
+            MessageRow(
+                id=mid,
+                user_id=user_id,
+                text=text,
+                routing_status="routed",
+                deterministic=True,
+                decision="existing",
+                task_id=task_id,
+            )
+        )
+        return mid
+
+
+async def start_task(
+    client: Client,
+    db: Database,
+    task_queue: str,
+    user_id: str,
+    text: str,
+    kind: str = "lightweight",
+    **limits: Any,
+) -> tuple[str, WorkflowHandle[Any, Any]]:
+    task_id = new_id("tsk")
+    async with db.session() as s:
+        s.add(Task(id=task_id, user_id=user_id, kind=kind, status="running", goal=text))
+    mid = await add_message(db, user_id, task_id, text)
+    handle = await client.start_workflow(
+        TaskWorkflow.run,
+        TaskInput(task_id, user_id, kind, mid, **limits),
+        id=f"task:{task_id}",
+        task_queue=task_queue,
+    )
+    return task_id, handle
+
+
+def worker_env(
+    tmp: Path, db_url: str, temporal: str, task_queue: str, **extra: str
+) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOMO_")}
+    env.update(
+        LOMO_DATA_DIR=str(tmp),
+        LOMO_DATABASE_URL=db_url,
+        LOMO_TEMPORAL_ADDRESS=temporal,
+        LOMO_TASK_QUEUE=task_queue,
+        **extra,
+    )
+    return env
+
+
+def spawn_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    out = log.open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "lomo.cli.main", "worker"],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=out,
+        start_new_session=True,
+    )
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def tool_use(name: str, args: dict[str, Any], uid: str) -> ModelResponse:
+    return ModelResponse(
+        content=[ToolUseBlock(id=uid, name=name, input=args)],
+        stop_reason="tool_use",
+        usage=Usage(input_tokens=10, output_tokens=5),
+    )
+
+
+def text(reply: str) -> ModelResponse:
+    return ModelResponse(
+        content=[TextBlock(text=reply)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=10, output_tokens=5),
+    )
+
+
+def last_tool_results(request: ModelRequest) -> list[str]:
+    from lomo.llm.types import ToolResultBlock
+
+    last = request.messages[-1]
+    return [b.content for b in last.content if isinstance(b, ToolResultBlock)]
+
+
+class CountingResponder:
+    """A scripted model for the stand-in server: `script(request, n)` answers the n-th
+    request (0-based); every request is kept so a test can count calls per step."""
+
+    def __init__(self, script: Callable[[ModelRequest, int], ModelResponse]) -> None:
+        self.script = script
+        self.requests: list[ModelRequest] = []
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        return self.script(request, len(self.requests) - 1)

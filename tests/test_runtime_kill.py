@@ -1,0 +1,114 @@
+"""Article §11.1 on real processes: a worker is SIGKILLed mid tool call, a second worker
+takes over. The decision was persisted before the call, so the model is asked once; the
+idempotent tool runs again under the same key and yields one result; a non-idempotent
+tool in the same position yields `outcome_unknown`, which the model's next step sees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from temporalio.client import Client
+
+from lomo.db.engine import Database
+from lomo.db.models import ModelStep, ToolCall
+from lomo.llm.standin_server import create_standin_app
+from lomo.llm.types import ModelRequest, ModelResponse
+from tests.helpers import ThreadServer, eventually
+from tests.runtime_support import (
+    CountingResponder,
+    kill,
+    last_tool_results,
+    new_user,
+    spawn_worker,
+    start_task,
+    text,
+    tool_use,
+    worker_env,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _script(tool: str) -> CountingResponder:
+    def answer(request: ModelRequest, n: int) -> ModelResponse:
+        results = last_tool_results(request)
+        if not results:
+            return tool_use(tool, {"hold_s": 60, "label": "poster"}, "toolu_probe_1")
+        return text("Result seen: " + results[0])
+
+    return CountingResponder(answer)
+
+
+@pytest.mark.parametrize(
+    ("tool", "expect_status", "expect_executions"),
+    [("probe_idempotent", "done", 2), ("probe_once", "outcome_unknown", 1)],
+)
+async def test_worker_killed_mid_call(
+    tmp_path: Path,
+    db: Database,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    tool: str,
+    expect_status: str,
+    expect_executions: int,
+) -> None:
+    responder = _script(tool)
+    with ThreadServer(create_standin_app(responder)) as model_server:
+        env = worker_env(
+            tmp_path,
+            db_url,
+            temporal_server,
+            task_queue,
+            LOMO_MODEL_PROVIDER="anthropic",
+            ANTHROPIC_API_KEY="test-key",
+            LOMO_ANTHROPIC_BASE_URL=model_server.url,
+            LOMO_TEST_TOOLS="1",
+        )
+        first = spawn_worker(env, tmp_path / "worker1.log")
+        second = None
+        try:
+            user = await new_user(db)
+            task_id, handle = await start_task(
+                temporal_client, db, task_queue, user, "make a poster", heartbeat_timeout_seconds=2
+            )
+            probes = tmp_path / "probes"
+            await eventually(lambda: _started(probes, tool), within=60)
+            # The decision is in the DB and the call journaled `started` before we kill.
+            async with db.session() as s:
+                steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == task_id)))
+                call = await s.get(ToolCall, f"{task_id}:1:1:0")
+            assert len(steps) == 1 and call is not None and call.status == "started"
+            kill(first)
+            second = spawn_worker(env, tmp_path / "worker2.log")
+            assert await handle.result() == "completed"
+        finally:
+            kill(first)
+            if second is not None:
+                kill(second)
+    async with db.session() as s:
+        call = await s.get(ToolCall, f"{task_id}:1:1:0")
+        steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == task_id)))
+    assert call is not None and call.status == expect_status
+    first_step = [r for r in responder.requests if not last_tool_results(r)]
+    assert len(first_step) == 1, "the model was asked twice for the same step"
+    executions = [
+        json.loads(line) for line in (probes / "executions.jsonl").read_text().splitlines()
+    ]
+    assert [e["call_id"] for e in executions] == [f"{task_id}:1:1:0"] * expect_executions
+    results = list(probes.glob("result-*.json"))
+    assert len(results) == (1 if expect_status == "done" else 0)
+    # The model's next step saw the outcome (one result, or outcome_unknown).
+    seen = last_tool_results(responder.requests[-1])
+    assert len(seen) == 1 and f'"status": "{expect_status}"' in seen[0] or (
+        expect_status == "done" and '"label": "poster"' in seen[0]
+    )
+    assert len(steps) == 2
+
+
+async def _started(probes: Path, tool: str) -> bool:
+    return any(probes.glob(f"started-{tool}-*")) if probes.exists() else False
