@@ -1,7 +1,55 @@
-"""What answering a `forget` card does (owned by the memory issue; not built yet)."""
+"""The `forget` card: forgetting is irreversible, so it needs a confirmation every time
+(ARCHITECTURE §5); on confirm the person's MemoryWorkflow runs the cascade."""
 
 from __future__ import annotations
 
-from lomo.cards import CardEffect
+from typing import Any
 
-FORGET_EFFECT = CardEffect()
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from lomo.cards import CardEffect, confirmed, create_card
+from lomo.db.models import Card
+from lomo.errors import InvalidInput, NotFound
+from memory.models import Memory
+
+FORGET_OPTIONS = [{"id": "confirm", "label": "Forget"}, {"id": "reject", "label": "Keep"}]
+
+
+async def request_forget_card(
+    s: AsyncSession,
+    user_id: str,
+    memory_id: str | None,
+    text: str | None,
+    task_id: str | None = None,
+    key: str | None = None,
+) -> Card:
+    """Open a forget card; nothing is forgotten until the person confirms it."""
+    text = (text or "").strip() or None
+    if not memory_id and not text:
+        raise InvalidInput("name a memory_id or a text to forget")
+    what = f"“{text}”" if text else ""
+    if memory_id:
+        memory = await s.get(Memory, memory_id)
+        if memory is None or memory.user_id != user_id:
+            raise NotFound(f"no memory {memory_id}")
+        what = what or f"memory {memory_id}"
+    return await create_card(
+        s,
+        user_id=user_id,
+        kind="forget",
+        title=f"Forget {what}, and everything derived from it? This cannot be undone.",
+        options=FORGET_OPTIONS,
+        task_id=task_id,
+        payload={"memory_id": memory_id, "text": text},
+        key=key,
+    )
+
+
+async def _start_cascade(state: Any, card: Card) -> None:
+    if confirmed(card):
+        from memory.dispatch import request_forget
+
+        await request_forget(await state.temporal(), state.settings, card.user_id, card.id)
+
+
+FORGET_EFFECT = CardEffect(after_commit=_start_cascade)

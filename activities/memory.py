@@ -1,0 +1,140 @@
+"""Memory activities (ARCHITECTURE §6): extraction after a message, the forget cascade,
+a person's correction. Each writes SQL in one transaction and then makes the vector index
+match (idempotent, so Temporal's retries repair a crash between the two)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.toolkit import ToolDeps
+from lomo.db.models import Card
+from lomo.errors import InvalidInput, ModelOutputError, NotFound
+from lomo.llm.types import ModelProvider
+from memory.candidates import Candidate
+from memory.chains import Touched, apply_candidate
+from memory.extraction import extract_message, finish
+from memory.forget import forget
+from memory.models import Evidence, Memory, MemoryVersion
+from memory.services import MemoryServices, get_services
+from memory.text import key_part
+from memory.types import (
+    CorrectInput,
+    CorrectOutput,
+    ExtractInput,
+    ExtractOutput,
+    ForgetInput,
+    ForgetOutput,
+)
+
+
+class MemoryActivities:
+    def __init__(
+        self, deps: ToolDeps, provider: ModelProvider, services: MemoryServices | None = None
+    ) -> None:
+        self.deps = deps
+        self.provider = provider
+        self._services = services
+
+    @property
+    def services(self) -> MemoryServices:
+        if self._services is None:
+            self._services = get_services(self.deps.settings)
+        return self._services
+
+    @activity.defn(name="memory_extract")
+    async def extract(self, inp: ExtractInput) -> ExtractOutput:
+        try:
+            res = await extract_message(
+                self.deps.db,
+                self.provider,
+                inp.user_id,
+                inp.message_id,
+                self.deps.settings.memory_profile_items,
+            )
+        except (ModelOutputError, NotFound) as e:
+            raise ApplicationError(str(e), non_retryable=True) from e
+        await self.services.sync_versions(self.deps.db, res.version_ids)
+        stored = sum(1 for o in res.outcomes if o.get("outcome") not in (None, "dropped"))
+        dropped = sum(1 for o in res.outcomes if o.get("outcome") == "dropped")
+        return ExtractOutput(res.evidence_id, stored, dropped, res.skipped)
+
+    @activity.defn(name="memory_forget")
+    async def forget(self, inp: ForgetInput) -> ForgetOutput:
+        async with self.deps.db.session() as s:
+            card = await s.get(Card, inp.card_id)
+            if card is None or card.user_id != inp.user_id or card.kind != "forget":
+                raise ApplicationError(f"no forget card {inp.card_id}", non_retryable=True)
+            payload: dict[str, Any] = card.payload or {}
+            try:
+                res = await forget(
+                    s,
+                    inp.user_id,
+                    card.id,
+                    payload.get("memory_id"),
+                    payload.get("text"),
+                    self.deps.settings.memory_profile_items,
+                )
+            except (NotFound, InvalidInput) as e:
+                raise ApplicationError(str(e), non_retryable=True) from e
+        await self.services.sync_versions(self.deps.db, res.version_ids_to_sync)
+        await self.services.delete_memories(res.deleted_memory_ids)
+        return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
+
+    @activity.defn(name="memory_correct")
+    async def correct(self, inp: CorrectInput) -> CorrectOutput:
+        """The person's own words replace the current version: a new, stated version."""
+        now = datetime.now(UTC)
+        async with self.deps.db.session() as s:
+            ev = await s.get(Evidence, inp.evidence_id)
+            if ev is None or ev.user_id != inp.user_id or ev.source != "correction":
+                raise ApplicationError(f"no correction {inp.evidence_id}", non_retryable=True)
+            memory = await s.get(Memory, ev.source_ref.split(":", 1)[0])
+            if memory is None or memory.status != "active":
+                raise ApplicationError("the memory is gone", non_retryable=True)
+            if ev.extracted_at is None:
+                touched = Touched()
+                cand = Candidate(
+                    content=ev.text,
+                    kind="stated",  # the person said it: a correction is always stated
+                    scope=memory.scope,
+                    subject=key_part(memory.subject),
+                    attribute=key_part(memory.attribute),
+                    value=ev.text,
+                    operation="change",
+                    quote=ev.text,
+                    explicit=True,
+                )
+                memory.kind = "stated"
+                applied = await apply_candidate(s, ev, cand, now, touched, correction_of=memory)
+                ev.extracted_at = now
+                ev.candidates = [{"candidate": cand.to_dict(), "outcome": applied.outcome}]
+                await finish(
+                    s,
+                    inp.user_id,
+                    touched,
+                    self.deps.settings.memory_profile_items,
+                    "correction",
+                    now,
+                    {"evidence_id": ev.id, "memory_ids": [memory.id]},
+                )
+            version = await s.scalar(
+                select(MemoryVersion).where(
+                    MemoryVersion.memory_id == memory.id,
+                    MemoryVersion.version == memory.current_version,
+                )
+            )
+            assert version is not None
+            previous = await s.scalars(
+                select(MemoryVersion.id).where(MemoryVersion.memory_id == memory.id)
+            )
+            sync = list(previous)
+        await self.services.sync_versions(self.deps.db, sync)
+        return CorrectOutput(memory.id, version.id, version.version)
+
+    def all(self) -> list[Any]:
+        return [self.extract, self.forget, self.correct]

@@ -1,0 +1,187 @@
+"""What the context builder gets from memory, and what it must leave out.
+
+Retrieval is bounded by `memory_timeout_seconds` and never raises: a slow DB or a vector
+index that is down degrades to "no memory this step" with the reason recorded, so a task
+never fails because of memory (article §7.4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from activities.toolkit import ToolDeps
+from lomo.db.models import MessageRow
+from memory.chains import latest_profile
+from memory.models import Evidence, Memory, MemoryLink, MemoryUsage, MemoryVersion
+from memory.services import get_services
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemoryContext:
+    profile_version: int = 0
+    profile_text: str = ""  # the stable prefix: changes only with the profile version
+    items: list[str] = field(default_factory=list)  # retrieved memories with provenance
+    degraded: str | None = None  # why memory is missing or partial this step
+    version_ids: list[str] = field(default_factory=list)  # pass to record_usage
+
+
+@dataclass
+class Exclusions:
+    message_ids: set[str] = field(default_factory=set)
+    step_keys: set[tuple[str, int, int]] = field(default_factory=set)
+
+
+def profile_text(version: int, items: list[dict[str, object]]) -> str:
+    if not items:
+        return ""
+    lines = [f"- {i['content']} [{i['memory_id']} v{i['version']}]" for i in items]
+    return f"Profile of the person (v{version}):\n" + "\n".join(lines)
+
+
+async def _profile(deps: ToolDeps, user_id: str) -> MemoryContext:
+    async with deps.db.session() as s:
+        snap = await latest_profile(s, user_id)
+    if snap is None:
+        return MemoryContext()
+    return MemoryContext(
+        profile_version=snap.version,
+        profile_text=profile_text(snap.version, snap.items),
+        version_ids=[str(i["version_id"]) for i in snap.items],
+    )
+
+
+async def _items(
+    deps: ToolDeps, user_id: str, task_id: str, query: str, skip: set[str]
+) -> tuple[list[str], list[str]]:
+    limit = deps.settings.memory_top_k
+    hits = await get_services(deps.settings).search(user_id, task_id, query, limit * 2)
+    ids = [h.id for h in hits if h.id not in skip]
+    if not ids:
+        return [], []
+    async with deps.db.session() as s:
+        rows = (
+            await s.execute(
+                select(MemoryVersion, Memory)
+                .join(Memory, Memory.id == MemoryVersion.memory_id)
+                .where(MemoryVersion.id.in_(ids))
+            )
+        ).all()
+        sources = (
+            await s.execute(
+                select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
+                .join(Evidence, Evidence.id == MemoryLink.source_id)
+                .where(MemoryLink.target_id.in_(ids), Evidence.usable.is_(True))
+            )
+        ).all()
+    prov: dict[str, list[str]] = {}
+    for target, relation, ref in sources:
+        prov.setdefault(target, []).append(f"{relation} {ref}")
+    by_id = {v.id: (v, m) for v, m in rows}
+    items: list[str] = []
+    used: list[str] = []
+    for vid in ids:  # best first; SQL is the truth, a stale vector never leaks
+        if vid not in by_id:
+            continue
+        v, m = by_id[vid]
+        visible = m.scope != "task" or m.task_id == task_id
+        if v.status != "active" or m.status != "active" or m.user_id != user_id or not visible:
+            continue
+        where = ", ".join(prov.get(vid, []))
+        items.append(f"{v.content} [{m.id} v{v.version}, {m.kind}, {m.scope}; {where}]")
+        used.append(vid)
+        if len(items) >= limit:
+            break
+    return items, used
+
+
+async def memory_for_context(
+    deps: ToolDeps, user_id: str, task_id: str, query: str
+) -> MemoryContext:
+    timeout = deps.settings.memory_timeout_seconds
+    start = time.monotonic()
+    try:
+        ctx = await asyncio.wait_for(_profile(deps, user_id), timeout)
+    except TimeoutError:
+        return MemoryContext(degraded=f"memory timed out after {timeout:g} s")
+    except Exception as e:
+        log.warning("memory profile unavailable for %s: %r", user_id, e)
+        return MemoryContext(degraded=f"memory unavailable ({type(e).__name__})")
+    left = max(0.0, timeout - (time.monotonic() - start))
+    try:
+        items, used = await asyncio.wait_for(
+            _items(deps, user_id, task_id, query, set(ctx.version_ids)), left
+        )
+    except TimeoutError:
+        ctx.degraded = f"memory search timed out after {timeout:g} s; profile only"
+        return ctx
+    except Exception as e:
+        log.warning("memory search unavailable for %s: %r", user_id, e)
+        ctx.degraded = f"memory search unavailable ({type(e).__name__}); profile only"
+        return ctx
+    ctx.items, ctx.version_ids = items, [*ctx.version_ids, *used]
+    return ctx
+
+
+async def record_usage(
+    session: AsyncSession, task_id: str, turn: int, step: int, version_ids: list[str]
+) -> None:
+    """Remember which memory versions one step's context contained (idempotent)."""
+    if not version_ids:
+        return
+    have = set(
+        await session.scalars(
+            select(MemoryUsage.version_id).where(
+                MemoryUsage.task_id == task_id, MemoryUsage.turn == turn, MemoryUsage.step == step
+            )
+        )
+    )
+    for vid in dict.fromkeys(version_ids):
+        if vid not in have:
+            session.add(MemoryUsage(task_id=task_id, turn=turn, step=step, version_id=vid))
+    await session.flush()
+
+
+async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:
+    """Forgotten raw messages, and the steps whose outputs were derived from forgotten
+    content (a context that held a deleted version, or a step that read a forgotten message)."""
+    message_ids = set(
+        await session.scalars(
+            select(Evidence.message_id).where(
+                Evidence.user_id == user_id,
+                Evidence.usable.is_(False),
+                Evidence.message_id.is_not(None),
+            )
+        )
+    )
+    steps = {
+        (t, turn, step)
+        for t, turn, step in (
+            await session.execute(
+                select(MemoryUsage.task_id, MemoryUsage.turn, MemoryUsage.step)
+                .join(MemoryVersion, MemoryVersion.id == MemoryUsage.version_id)
+                .where(MemoryVersion.user_id == user_id, MemoryVersion.status == "deleted")
+            )
+        ).all()
+    }
+    if message_ids:
+        for t, turn, step in (
+            await session.execute(
+                select(
+                    MessageRow.task_id, MessageRow.processed_turn, MessageRow.processed_step
+                ).where(
+                    MessageRow.id.in_(sorted(message_ids)),
+                    MessageRow.processed_turn.is_not(None),
+                )
+            )
+        ).all():
+            if t is not None and turn is not None and step is not None:
+                steps.add((t, turn, step))
+    return Exclusions({m for m in message_ids if m}, steps)

@@ -1,0 +1,53 @@
+"""Hand work to the person's MemoryWorkflow (signal-with-start; no HTTP here)."""
+
+from __future__ import annotations
+
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+from lomo.settings import Settings
+from memory.types import CorrectOutput, MemoryInput
+from workflows.memory import MemoryWorkflow
+
+
+def workflow_id(user_id: str) -> str:
+    return f"memory:{user_id}"
+
+
+async def _signal(client: Client, settings: Settings, user_id: str, signal: str, arg: str) -> None:
+    await client.start_workflow(
+        MemoryWorkflow.run,
+        MemoryInput(user_id, settings.memory_retry_seconds),
+        id=workflow_id(user_id),
+        task_queue=settings.task_queue,
+        start_signal=signal,
+        start_signal_args=[arg],
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+
+
+async def request_extraction(
+    client: Client, settings: Settings, user_id: str, message_id: str
+) -> None:
+    """Called by the api for every accepted message: extraction runs in the background."""
+    await _signal(client, settings, user_id, "extract", message_id)
+
+
+async def request_forget(client: Client, settings: Settings, user_id: str, card_id: str) -> None:
+    await _signal(client, settings, user_id, "forget", card_id)
+
+
+async def request_correction(
+    client: Client, settings: Settings, user_id: str, evidence_id: str
+) -> CorrectOutput:
+    start = WithStartWorkflowOperation(
+        MemoryWorkflow.run,
+        MemoryInput(user_id, settings.memory_retry_seconds),
+        id=workflow_id(user_id),
+        task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    result: CorrectOutput = await client.execute_update_with_start_workflow(
+        "correct", evidence_id, start_workflow_operation=start, result_type=CorrectOutput
+    )
+    return result

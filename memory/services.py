@@ -1,0 +1,138 @@
+"""The memory service's process-wide clients: vector index + embedder, and vector sync.
+
+Only worker processes call `get_services` (the embedded engine belongs to one process);
+the api reads memory from SQL only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from lomo.db.engine import Database
+from lomo.embeddings import Embedder, get_embedder
+from lomo.settings import Settings
+from lomo.vectors import VectorHit, VectorIndex, VectorPoint, open_vector_index
+from memory.models import Memory, MemoryVersion
+
+KEYWORD_FIELDS = ("user_id", "visibility", "memory_id")
+
+
+def visibility(scope: str, task_id: str | None) -> str:
+    """Who may see a memory: every task of the person, or only the task it was said in."""
+    return f"task:{task_id}" if scope == "task" else "user"
+
+
+@dataclass
+class MemoryServices:
+    index: VectorIndex
+    embedder: Embedder
+    collection: str = ""
+    _ready: bool = field(default=False, init=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.collection:
+            self.collection = "memory_" + re.sub(r"[^A-Za-z0-9_-]", "-", self.embedder.name)
+
+    async def ready(self) -> None:
+        if not self._ready:
+            async with self._lock:
+                if not self._ready:
+                    await self.index.ensure_collection(
+                        self.collection, self.embedder.dim, KEYWORD_FIELDS
+                    )
+                    self._ready = True
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embedder.embed, texts)
+
+    async def sync_versions(self, db: Database, version_ids: Iterable[str]) -> None:
+        """Make the index match SQL for these versions: active ones indexed, others gone.
+
+        Idempotent, so a retry after a crash between the SQL commit and this call repairs
+        the index."""
+        ids = sorted(set(version_ids))
+        if not ids:
+            return
+        await self.ready()
+        async with db.session() as s:
+            rows = (
+                await s.execute(
+                    select(MemoryVersion, Memory)
+                    .join(Memory, Memory.id == MemoryVersion.memory_id)
+                    .where(MemoryVersion.id.in_(ids))
+                )
+            ).all()
+        active = [(v, m) for v, m in rows if v.status == "active" and m.status == "active"]
+        gone = set(ids) - {v.id for v, _ in active}
+        if gone:
+            await self.index.delete(self.collection, sorted(gone))
+        if active:
+            vectors = await self.embed([v.content for v, _ in active])
+            await self.index.upsert(
+                self.collection,
+                [
+                    VectorPoint(
+                        v.id,
+                        vec,
+                        {
+                            "user_id": m.user_id,
+                            "memory_id": m.id,
+                            "visibility": visibility(m.scope, m.task_id),
+                            "scope": m.scope,
+                            "kind": m.kind,
+                        },
+                    )
+                    for (v, m), vec in zip(active, vectors, strict=True)
+                ],
+            )
+
+    async def delete_memories(self, memory_ids: Iterable[str]) -> None:
+        ids = sorted(set(memory_ids))
+        if ids:
+            await self.ready()
+            await self.index.delete_where(self.collection, {"memory_id": ids})
+
+    async def search(self, user_id: str, task_id: str, query: str, limit: int) -> list[VectorHit]:
+        await self.ready()
+        [vec] = await self.embed([query])
+        return await self.index.search(
+            self.collection,
+            vec,
+            limit,
+            {"user_id": user_id, "visibility": ["user", visibility("task", task_id)]},
+        )
+
+
+_shared: dict[tuple[str, str, str], MemoryServices] = {}
+_shared_lock = threading.Lock()
+
+
+def get_services(settings: Settings) -> MemoryServices:
+    """One MemoryServices per (index location, embedder) in this process."""
+    key = (settings.vector_url or str(settings.data_dir.resolve()), settings.embedder, "")
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = MemoryServices(open_vector_index(settings), get_embedder(settings))
+        return _shared[key]
+
+
+def install_services(settings: Settings, services: MemoryServices) -> None:
+    """Use these clients for `settings` in this process (tests inject failing backends)."""
+    key = (settings.vector_url or str(settings.data_dir.resolve()), settings.embedder, "")
+    with _shared_lock:
+        _shared[key] = services
+
+
+async def close_services() -> None:
+    with _shared_lock:
+        services = list(_shared.values())
+        _shared.clear()
+    for svc in services:
+        await svc.index.close()

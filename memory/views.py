@@ -1,0 +1,104 @@
+"""JSON shapes of the memory API (API.md "Memory"); reads SQL only."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from lomo.errors import NotFound
+from memory.chains import latest_profile
+from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
+
+SCOPES = ("profile", "project", "task")
+
+
+async def _sources(s: AsyncSession, version_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    if not version_ids:
+        return out
+    rows = await s.execute(
+        select(MemoryLink.target_id, MemoryLink.source_id, MemoryLink.relation, Evidence)
+        .join(Evidence, Evidence.id == MemoryLink.source_id)
+        .where(MemoryLink.target_id.in_(version_ids))
+        .order_by(MemoryLink.id)
+    )
+    for target, source, relation, ev in rows.all():
+        out[target].append(
+            {
+                "evidence_id": source,
+                "relation": relation,
+                "source": ev.source,
+                "message_id": ev.message_id,
+                "usable": ev.usable,
+            }
+        )
+    return out
+
+
+def _version(m: Memory, v: MemoryVersion, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "memory_id": m.id,
+        "kind": m.kind,
+        "scope": m.scope,
+        "task_id": m.task_id,
+        "subject": m.subject,
+        "attribute": m.attribute,
+        "content": v.content,
+        "version": v.version,
+        "version_id": v.id,
+        "relation": v.relation,
+        "status": v.status,
+        "sources": sources,
+        "valid_from": v.valid_from.isoformat(),
+    }
+    if v.valid_to is not None:
+        out["valid_to"] = v.valid_to.isoformat()
+    return out
+
+
+async def list_memories(s: AsyncSession, user_id: str, scope: str | None) -> list[dict[str, Any]]:
+    q = (
+        select(Memory, MemoryVersion)
+        .join(MemoryVersion, MemoryVersion.memory_id == Memory.id)
+        .where(
+            Memory.user_id == user_id,
+            Memory.status == "active",
+            MemoryVersion.status == "active",
+        )
+        .order_by(Memory.created_at)
+    )
+    if scope:
+        q = q.where(Memory.scope == scope)
+    rows = (await s.execute(q)).all()
+    sources = await _sources(s, [v.id for _, v in rows])
+    return [_version(m, v, sources[v.id]) for m, v in rows]
+
+
+async def history(s: AsyncSession, user_id: str, memory_id: str) -> dict[str, Any]:
+    memory = await s.get(Memory, memory_id)
+    if memory is None or memory.user_id != user_id:
+        raise NotFound(f"no memory {memory_id}")
+    versions = list(
+        await s.scalars(
+            select(MemoryVersion)
+            .where(MemoryVersion.memory_id == memory_id)
+            .order_by(MemoryVersion.version)
+        )
+    )
+    sources = await _sources(s, [v.id for v in versions])
+    return {
+        "memory_id": memory.id,
+        "status": memory.status,
+        "current_version": memory.current_version,
+        "versions": [_version(memory, v, sources[v.id]) for v in versions],
+    }
+
+
+async def profile(s: AsyncSession, user_id: str) -> dict[str, Any]:
+    snap = await latest_profile(s, user_id)
+    if snap is None:
+        return {"version": 0, "items": []}
+    return {"version": snap.version, "items": snap.items, "created_at": snap.created_at.isoformat()}

@@ -1,0 +1,124 @@
+"""MemoryWorkflow: one per user (id `memory:{user_id}`); serializes the person's extraction,
+forgetting and corrections, so a forget never races an extraction of the same person.
+
+Each job is one activity; Temporal retries it with backoff. A job that still fails is put
+aside and tried again after `retry_seconds` (a failed extraction is retried later, article
+§7.4) while later jobs go on. Bad input (non-retryable) is dropped with a log line.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from memory.types import (
+        CorrectInput,
+        CorrectOutput,
+        ExtractInput,
+        ExtractOutput,
+        ForgetInput,
+        ForgetOutput,
+        MemoryInput,
+        MemoryJob,
+    )
+
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
+MAX_ROUNDS = 20  # a job that failed this many rounds is given up (logged)
+
+
+@workflow.defn(name="MemoryWorkflow")
+class MemoryWorkflow:
+    def __init__(self) -> None:
+        self.pending: list[MemoryJob] = []
+        self.retry_later: list[MemoryJob] = []
+        self.results: dict[str, Any] = {}
+
+    def _add(self, job: MemoryJob) -> None:
+        if not any(j.kind == job.kind and j.ref == job.ref for j in self.pending):
+            self.pending.append(job)
+
+    @workflow.signal(name="extract")
+    def extract(self, message_id: str) -> None:
+        self._add(MemoryJob("extract", message_id))
+
+    @workflow.signal(name="forget")
+    def forget(self, card_id: str) -> None:
+        self._add(MemoryJob("forget", card_id))
+
+    @workflow.update(name="correct")
+    async def correct(self, evidence_id: str) -> CorrectOutput:
+        self._add(MemoryJob("correct", evidence_id))
+        key = f"correct:{evidence_id}"
+        await workflow.wait_condition(lambda: key in self.results)
+        result = self.results.pop(key)
+        if isinstance(result, str):
+            raise ApplicationError(result, non_retryable=True)
+        assert isinstance(result, CorrectOutput)
+        return result
+
+    @workflow.run
+    async def run(self, inp: MemoryInput) -> None:
+        for j in inp.pending:
+            self._add(j)
+        self.retry_later.extend(inp.retry_later)
+        suggested = workflow.info().is_continue_as_new_suggested
+        while True:
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(self.pending) or suggested(),
+                    timeout=timedelta(seconds=inp.retry_seconds) if self.retry_later else None,
+                )
+            except TimeoutError:
+                self.pending.extend(self.retry_later)
+                self.retry_later.clear()
+            if suggested():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    MemoryInput(inp.user_id, inp.retry_seconds, self.pending, self.retry_later)
+                )
+            if self.pending:
+                await self._run_job(inp.user_id, self.pending.pop(0))
+
+    async def _run_job(self, user_id: str, job: MemoryJob) -> None:
+        opts: dict[str, Any] = {
+            "start_to_close_timeout": timedelta(minutes=2),
+            "retry_policy": RETRY,
+        }
+        try:
+            if job.kind == "extract":
+                await workflow.execute_activity(
+                    "memory_extract",
+                    ExtractInput(user_id, job.ref),
+                    result_type=ExtractOutput,
+                    **opts,
+                )
+            elif job.kind == "forget":
+                await workflow.execute_activity(
+                    "memory_forget", ForgetInput(user_id, job.ref), result_type=ForgetOutput, **opts
+                )
+            else:
+                self.results[f"correct:{job.ref}"] = await workflow.execute_activity(
+                    "memory_correct",
+                    CorrectInput(user_id, job.ref),
+                    result_type=CorrectOutput,
+                    **opts,
+                )
+        except ActivityError as e:
+            cause = e.cause
+            final = isinstance(cause, ApplicationError) and cause.non_retryable
+            if job.kind == "correct":
+                self.results[f"correct:{job.ref}"] = str(cause or e)
+            elif final or job.attempts + 1 >= MAX_ROUNDS:
+                workflow.logger.warning("memory %s %s dropped: %s", job.kind, job.ref, cause)
+            else:
+                job.attempts += 1
+                self.retry_later.append(job)
