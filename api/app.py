@@ -21,6 +21,7 @@ from api.routes import (
     thread,
     users,
 )
+from api.routes import memory as memory_routes
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
@@ -63,4 +64,5 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     errors.install(app)
     for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks):
         app.include_router(r.router)
+    app.include_router(memory_routes.router)
     return app

@@ -15,10 +15,11 @@ from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
 from workflows.main_thread import MainThreadWorkflow
+from workflows.memory import MemoryWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger(__name__)
-WORKFLOWS = [TaskWorkflow, MainThreadWorkflow]
+WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow]
 
 
 def make_worker(client: Client, settings: Settings, activities: list[Any]) -> Worker:
