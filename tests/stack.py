@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from temporalio.client import Client
@@ -43,7 +44,11 @@ async def running_stack(
     client: Client,
     task_queue: str,
     provider: ModelProvider | None = None,
+    in_process_worker: bool = True,
+    **overrides: Any,
 ) -> AsyncIterator[Stack]:
+    """`in_process_worker=False` leaves the worker to the test (e.g. a real process it can
+    kill); `overrides` are Settings fields."""
     api_port, sim_port = free_port(), free_port()
     settings = Settings(
         data_dir=tmp,
@@ -52,8 +57,7 @@ async def running_stack(
         task_queue=task_queue,
         api_port=api_port,
         sim_port=sim_port,
-        generation_wait_seconds=5.0,
-        model_provider="offline",
+        **{"generation_wait_seconds": 5.0, "model_provider": "offline", **overrides},
     )
     db = Database(db_url)
     async with db.session() as s:
@@ -68,7 +72,11 @@ async def running_stack(
             httpx.AsyncClient(base_url=api_srv.url, timeout=30) as api,
             httpx.AsyncClient(base_url=sim_srv.url, timeout=30) as sim,
         ):
-            worker = make_worker(client, settings, build_activities(settings, db, http, provider))
-            async with worker:
-                yield Stack(settings, api, sim, db, token, user.id)
+            stack = Stack(settings, api, sim, db, token, user.id)
+            if not in_process_worker:
+                yield stack
+            else:
+                acts = build_activities(settings, db, http, provider)
+                async with make_worker(client, settings, acts):
+                    yield stack
     await db.dispose()
