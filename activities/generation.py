@@ -1,33 +1,51 @@
-"""Paid generation: the generation tools, the job state machine, polling and collection.
+"""Paid generation: the generation tools, polling and collection.
 
-An order per paid call, unique on (workspace, idempotency_key = call_id). The callback
-route and the compensating poll share `record_job_state`, so a lost callback and a
-delivered one end the same way.
+An order per paid call, unique on (workspace, idempotency_key = call_id). Money and the job
+state machine live in lomo/money/orders.py; the callback route and the compensating poll
+share `record_job_state`, so a lost callback and a delivered one end the same way, and the
+order settles or refunds exactly once in its terminal transition.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
-from lomo.catalogue import DEFAULT_MODEL, validate_request
-from lomo.db.models import GenerationOrder
+from lomo.cards import confirmed, create_card
+from lomo.catalogue import ModelSpec, validate_request
+from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
-from lomo.ids import new_id
 from lomo.llm.types import ToolSpec
+from lomo.money.orders import (
+    ORDER_RANK,
+    TERMINAL_ORDER,
+    UNCLEAR_SUBMIT,
+    NeedsConfirmation,
+    OrderRequest,
+    Refused,
+    apply_job_state,
+    claim_submit,
+    fail_order,
+    place_order,
+    record_job_id,
+    record_job_state,
+    release_submit,
+    submit_unclear,
+)
 from workflows.types import OrderRef, OrderState
 from workspace.store import create_asset, get_object
 
-# Order states in their only allowed direction; a lower rank never overwrites a higher one.
-ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
-TERMINAL_ORDER = ("succeeded", "failed")
+__all__ = ["ORDER_RANK", "TERMINAL_ORDER", "apply_job_state", "record_job_state"]
+log = logging.getLogger(__name__)
 MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d": "model/obj"}
 
 
@@ -68,7 +86,12 @@ GENERATION_SPECS = {
 
 
 class GenerateTool(Tool):
-    """Submit one generation job for the call; idempotent on the call's `call_id`."""
+    """One paid generation per call, idempotent on the call's `call_id`.
+
+    quote (catalogue) → authorize + reserve (`place_order`, one transaction) or a `price`
+    card → claim the one submit → POST upstream with idempotency_key=call_id → persist the
+    job id at once. An unclear submit (timeout, broken connection) fails the order and
+    refunds it; it is never resubmitted (see lomo/money/orders.py)."""
 
     idempotent = True
 
@@ -80,70 +103,159 @@ class GenerateTool(Tool):
 
     async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
         try:
-            await self._check(ctx, args)
+            spec = await self._check(ctx, args)
         except (InvalidInput, NotFound) as e:
             # The model asked for something impossible: it hears why, nothing is spent.
             return error(e.detail)
-        order_id = await self._submit(ctx, args)
-        return ToolResult(
-            "done",
-            {"status": "submitted", "order_id": order_id},
-            order_id=order_id,
-            made_progress=True,
+        req = OrderRequest(
+            ctx.user_id, ctx.task_id, ctx.call_id, self.kind, spec.name, args, spec.price_cents
         )
+        async with self.deps.db.session() as s:
+            placed = await place_order(s, req, self.deps.settings)
+            if isinstance(placed, Refused):
+                return error(placed.reason)
+            if isinstance(placed, NeedsConfirmation):
+                return ToolResult(
+                    "needs_confirmation",
+                    {
+                        "status": "needs_confirmation",
+                        "price_cents": spec.price_cents,
+                        "reason": placed.reason,
+                        "detail": "waiting for the person to confirm the price card",
+                    },
+                    card_id=placed.card.id,
+                )
+            order_id = placed.order.id
+        return await self._submit(order_id)
 
-    async def _check(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
-        validate_request(self.kind, args)
+    async def _check(self, ctx: ToolCallContext, args: dict[str, Any]) -> ModelSpec:
+        spec = validate_request(self.kind, args)
         ref = args.get("reference_object_id")
         if ref:
             async with self.deps.db.session() as s:
                 obj = await get_object(s, ctx.user_id, str(ref))
                 if obj.type != "asset" or obj.deleted:
                     raise InvalidInput(f"{ref} is not an asset that can be used as reference")
+        return spec
 
-    async def _submit(self, ctx: ToolCallContext, args: dict[str, Any]) -> str:
+    async def _submit(self, order_id: str) -> ToolResult:
+        settings = self.deps.settings
         async with self.deps.db.session() as s:
-            order = await s.scalar(
-                select(GenerationOrder).where(
-                    GenerationOrder.workspace_id == ctx.user_id,
-                    GenerationOrder.idempotency_key == ctx.call_id,
-                )
-            )
-            if order is None:
-                order = GenerationOrder(
-                    id=new_id("ord"),
-                    workspace_id=ctx.user_id,
-                    task_id=ctx.task_id,
-                    idempotency_key=ctx.call_id,
-                    kind=self.kind,
-                    model=str(args.get("model") or DEFAULT_MODEL[self.kind]),
-                    params=args,
-                )
-                s.add(order)
-            order_id, upstream = order.id, order.upstream_job_id
+            order = await s.get(GenerationOrder, order_id, with_for_update=True)
+            assert order is not None
+            if order.status == "failed":
+                return error(order.error or "generation failed", failed_order=order.id)
+            if order.upstream_job_id or order.status == "succeeded":
+                return _submitted(order.id)
+            if order.submit_started_at is not None:
+                if submit_unclear(order, settings):
+                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
+                    return error(UNCLEAR_SUBMIT, failed_order=order.id)
+                return _submitted(order.id)  # another attempt is submitting; polls resolve it
+            if not await claim_submit(s, order_id):
+                return _submitted(order.id)
             body = {
-                "kind": self.kind,
+                "kind": order.kind,
                 "model": order.model,
                 "params": order.params,
-                "callback_url": f"{self.deps.settings.resolved_api_url}/v1/generation/callbacks",
-                "idempotency_key": ctx.call_id,
+                "callback_url": f"{settings.resolved_api_url}/v1/generation/callbacks",
+                "idempotency_key": order.idempotency_key,
             }
-        if upstream is None:
-            r = await self.deps.http.post(f"{self.deps.settings.resolved_sim_url}/jobs", json=body)
-            r.raise_for_status()
-            job_id = r.json()["job_id"]
-            async with self.deps.db.session() as s:  # persist the job id at once
-                order = await s.get(GenerationOrder, order_id)
-                assert order is not None
-                order.upstream_job_id = job_id
-                if ORDER_RANK[order.status] < ORDER_RANK["submitted"]:
-                    order.status = "submitted"
-                order.updated_at = now()
-        return order_id
+        try:
+            r = await self.deps.http.post(
+                f"{settings.resolved_sim_url}/jobs",
+                json=body,
+                timeout=settings.generation_submit_timeout_seconds,
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            # Nothing reached the upstream: release the claim; Temporal retries the call.
+            async with self.deps.db.session() as s:
+                await release_submit(s, order_id)
+            raise
+        except httpx.HTTPError as e:
+            log.warning("submit of %s unclear: %r", order_id, e)
+            return await self._fail(order_id, UNCLEAR_SUBMIT)
+        if settings.fault_kill_after_submit:
+            os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
+        if r.status_code >= 400:
+            return await self._fail(order_id, f"upstream refused the job: HTTP {r.status_code}")
+        async with self.deps.db.session() as s:  # persist the job id at once
+            await record_job_id(s, order_id, str(r.json()["job_id"]))
+        return _submitted(order_id)
+
+    async def _fail(self, order_id: str, reason: str) -> ToolResult:
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, order_id, with_for_update=True)
+            assert order is not None
+            await fail_order(s, order, reason, self.deps.settings)
+        return error(reason, failed_order=order_id)
+
+
+def _submitted(order_id: str) -> ToolResult:
+    return ToolResult(
+        "done", {"status": "submitted", "order_id": order_id}, order_id=order_id, made_progress=True
+    )
+
+
+class RequestBudgetTool(Tool):
+    """Ask the person for a plan budget for this task (a `price` card with a plan payload).
+    Only the person's confirmation of that card creates the budget."""
+
+    idempotent = True
+
+    def __init__(self, deps: ToolDeps) -> None:
+        self.deps = deps
+        self.spec = ToolSpec(
+            name="request_budget",
+            description="Ask the person to approve a total budget (cents, EUR) for this "
+            "task's plan; paid steps within it then run without further questions.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "amount_cents": {"type": "integer"},
+                    "purpose": {"type": "string"},
+                },
+                "required": ["amount_cents", "purpose"],
+            },
+        )
+
+    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        try:
+            amount = int(args["amount_cents"])
+            purpose = str(args.get("purpose") or "")[:500]
+        except (KeyError, TypeError, ValueError):
+            return error("amount_cents must be an integer")
+        if amount <= 0:
+            return error("amount_cents must be positive")
+        async with self.deps.db.session() as s:
+            old = await s.scalar(
+                select(Card).where(Card.user_id == ctx.user_id, Card.key == ctx.call_id)
+            )
+            if old is not None and old.status == "answered":
+                if confirmed(old):
+                    return ToolResult(
+                        "done", {"status": "approved", "amount_cents": old.price_cents}
+                    )
+                return error("the person declined this budget; do not spend without asking")
+            card = await create_card(
+                s,
+                user_id=ctx.user_id,
+                kind="price",
+                title=f"Budget for this plan: {amount / 100:.2f} EUR — {purpose}",
+                task_id=ctx.task_id,
+                price_cents=amount,
+                payload={"plan": True, "purpose": purpose, "call_id": ctx.call_id},
+                key=ctx.call_id,
+            )
+        return ToolResult(
+            "needs_confirmation",
+            {"status": "needs_confirmation", "amount_cents": amount},
+            card_id=card.id,
+        )
 
 
 def generation_tools(deps: ToolDeps) -> list[Tool]:
-    return [GenerateTool(deps, "image"), GenerateTool(deps, "video")]
+    return [GenerateTool(deps, "image"), GenerateTool(deps, "video"), RequestBudgetTool(deps)]
 
 
 class GenerationActivities:
@@ -152,21 +264,26 @@ class GenerationActivities:
 
     @activity.defn(name="poll_generation")
     async def poll_generation(self, ref: OrderRef) -> OrderState:
+        settings = self.deps.settings
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id)
+            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             if order is None:
                 raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
             job_id = order.upstream_job_id
-        if job_id is None:
-            return OrderState(ref.order_id, "failed")
-        r = await self.deps.http.get(f"{self.deps.settings.resolved_sim_url}/jobs/{job_id}")
+            if job_id is None:
+                # No job id: a submit still in flight, or an unclear one (failed + refunded
+                # once its time is up; never resubmitted).
+                if submit_unclear(order, settings) or order.submit_started_at is None:
+                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
+                return OrderState(order.id, order.status)
+        r = await self.deps.http.get(f"{settings.resolved_sim_url}/jobs/{job_id}")
         r.raise_for_status()
         job = r.json()
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id)
+            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             assert order is not None
             await record_job_state(
-                s, order, job["status"], float(job.get("progress", 0)), None, job
+                s, order, job["status"], float(job.get("progress", 0)), None, job, settings
             )
             return OrderState(order.id, order.status)
 
@@ -217,59 +334,3 @@ class GenerationActivities:
 
     def all(self) -> list[Any]:
         return [self.poll_generation, self.collect_generation]
-
-
-def apply_job_state(
-    order: GenerationOrder,
-    status: str,
-    progress: float,
-    seq: int | None,
-    job: dict[str, Any],
-) -> bool:
-    """Monotonic job state machine; returns True if anything changed."""
-    if order.status in TERMINAL_ORDER:
-        return False  # terminal is final: duplicates and late events change nothing
-    if seq is not None and seq <= order.last_seq:
-        return False
-    if ORDER_RANK.get(status, -1) < ORDER_RANK[order.status]:
-        return False
-    changed = status != order.status or progress > order.progress
-    order.status = status
-    order.progress = max(order.progress, progress)
-    if seq is not None:
-        order.last_seq = seq
-    if status == "succeeded":
-        order.result_url = job.get("result_url")
-        order.progress = 1.0
-    if status == "failed":
-        order.error = job.get("error") or "upstream failure"
-    order.updated_at = now()
-    return changed
-
-
-async def record_job_state(
-    session: AsyncSession,
-    order: GenerationOrder,
-    status: str,
-    progress: float,
-    seq: int | None,
-    job: dict[str, Any],
-) -> tuple[bool, bool]:
-    """Apply a job report (callback or poll) and emit its event; returns (changed, became
-    terminal). Both paths share it so a lost callback and a delivered one look the same."""
-    was_terminal = order.status in TERMINAL_ORDER
-    changed = apply_job_state(order, status, progress, seq, job)
-    now_terminal = order.status in TERMINAL_ORDER
-    if changed:
-        await append_event(
-            session,
-            order.workspace_id,
-            "generation.completed" if now_terminal else "generation.progress",
-            {
-                "order_id": order.id,
-                "task_id": order.task_id,
-                "status": order.status,
-                "progress": order.progress,
-            },
-        )
-    return changed, now_terminal and not was_terminal

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from sqlalchemy import select
 
-from activities.generation import record_job_state
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
+from lomo.money.orders import record_job_state
 from lomo.signing import verify
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
@@ -38,10 +38,22 @@ async def callback(
             .where(GenerationOrder.upstream_job_id == job_id)
             .with_for_update()
         )
+        if order is None and ev.get("idempotency_key"):
+            # A job whose id was never recorded: its submit was unclear, so its order is
+            # (or will be) failed and refunded, never adopted. Keep the id for the audit.
+            unclear = await s.scalar(
+                select(GenerationOrder)
+                .where(GenerationOrder.idempotency_key == str(ev["idempotency_key"]))
+                .with_for_update()
+            )
+            if unclear is not None and unclear.upstream_job_id is None:
+                if unclear.status == "failed":
+                    unclear.upstream_job_id = job_id
+                return {"ok": True, "changed": False}
         if order is None:
             raise NotFound(f"no order for job {job_id}")
         changed, became_terminal = await record_job_state(
-            s, order, status, float(ev.get("progress", 0)), ev.get("seq"), ev
+            s, order, status, float(ev.get("progress", 0)), ev.get("seq"), ev, settings
         )
         task_id, order_id, final = order.task_id, order.id, order.status
     # Wake only on the transition into a terminal state: duplicates never wake twice.

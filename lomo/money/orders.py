@@ -1,0 +1,247 @@
+"""Orders: quote → authorize → reserve (one transaction), the monotonic job state machine,
+and settlement in the order's terminal transition (shared by callback and poll).
+
+Refund rule for unclear submits: an order whose upstream submit started but has no job id
+recorded (a timeout, or a worker killed between the POST and persisting the id) is failed
+and fully refunded once the submit timeout has passed; it is never resubmitted
+automatically. If the upstream did create the job, the platform bears that cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from lomo.cards import create_card
+from lomo.db.models import Card, GenerationOrder
+from lomo.events import append_event
+from lomo.ids import new_id
+from lomo.money.ledger import close_reservation, lock_account, reserve
+from lomo.money.policy import authorize
+from lomo.settings import Settings
+
+# Order states in their only allowed direction; a lower rank never overwrites a higher one.
+ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
+TERMINAL_ORDER = ("succeeded", "failed")
+UNCLEAR_SUBMIT = "upstream submit outcome unclear (no job id recorded); refunded, not resubmitted"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def aware(dt: datetime) -> datetime:
+    # SQLite returns naive datetimes even for timezone=True columns.
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+@dataclass
+class Placed:
+    order: GenerationOrder
+    new: bool
+
+
+@dataclass
+class NeedsConfirmation:
+    card: Card
+    reason: str
+
+
+@dataclass
+class Refused:
+    reason: str
+
+
+@dataclass
+class OrderRequest:
+    user_id: str
+    task_id: str
+    call_id: str
+    kind: str
+    model: str
+    params: dict[str, Any]
+    price_cents: int
+
+
+async def place_order(
+    s: AsyncSession, req: OrderRequest, settings: Settings
+) -> Placed | NeedsConfirmation | Refused:
+    """Quote → authorize → reserve, under the account lock, in the caller's transaction.
+
+    The lock makes racing calls on one budget serial (never overspent) and makes the same
+    call_id from two workers find one order (charged once)."""
+    acc = await lock_account(s, req.user_id, settings.initial_credit_cents)
+    order = await s.scalar(
+        select(GenerationOrder).where(
+            GenerationOrder.workspace_id == req.user_id,
+            GenerationOrder.idempotency_key == req.call_id,
+        )
+    )
+    if order is not None:
+        return Placed(order, new=False)
+    card = await s.scalar(select(Card).where(Card.user_id == req.user_id, Card.key == req.call_id))
+    if (
+        card is not None
+        and card.status == "answered"
+        and (card.answer or {}).get("action") != ("confirm")
+    ):
+        return Refused("the person declined this paid call; do not repeat it unasked")
+    decision = await authorize(s, req.user_id, req.task_id, req.call_id, req.price_cents, settings)
+    if decision.grant is None:
+        card = await create_card(
+            s,
+            user_id=req.user_id,
+            kind="price",
+            title=f"{req.kind} with {req.model}: {req.price_cents / 100:.2f} EUR",
+            task_id=req.task_id,
+            price_cents=req.price_cents,
+            payload={
+                "call_id": req.call_id,
+                "kind": req.kind,
+                "model": req.model,
+                "reason": decision.reason,
+            },
+            key=req.call_id,
+        )
+        return NeedsConfirmation(card, decision.reason)
+    if acc.balance_cents < req.price_cents:
+        return Refused(
+            f"insufficient balance: {acc.balance_cents} cents left, {req.price_cents} needed"
+        )
+    order = GenerationOrder(
+        id=new_id("ord"),
+        workspace_id=req.user_id,
+        task_id=req.task_id,
+        idempotency_key=req.call_id,
+        kind=req.kind,
+        model=req.model,
+        params=req.params,
+        price_cents=req.price_cents,
+        status="created",
+        progress=0.0,
+        last_seq=-1,
+    )
+    s.add(order)
+    await s.flush()
+    await reserve(s, acc, order, decision.grant)  # checked above, under the same lock
+    return Placed(order, new=True)
+
+
+async def claim_submit(s: AsyncSession, order_id: str) -> bool:
+    """Mark the one upstream submit of this order; False if one was already started."""
+    r = await s.execute(
+        update(GenerationOrder)
+        .where(
+            GenerationOrder.id == order_id,
+            GenerationOrder.submit_started_at.is_(None),
+            GenerationOrder.status == "created",
+        )
+        .values(submit_started_at=now(), updated_at=now())
+    )
+    return bool(r.rowcount)  # type: ignore[attr-defined]
+
+
+async def release_submit(s: AsyncSession, order_id: str) -> None:
+    """The POST never reached the upstream (connection refused): the claim is void."""
+    await s.execute(
+        update(GenerationOrder)
+        .where(GenerationOrder.id == order_id, GenerationOrder.upstream_job_id.is_(None))
+        .values(submit_started_at=None, updated_at=now())
+    )
+
+
+async def record_job_id(s: AsyncSession, order_id: str, job_id: str) -> None:
+    order = await s.get(GenerationOrder, order_id, with_for_update=True)
+    assert order is not None
+    if order.upstream_job_id is None:
+        order.upstream_job_id = job_id  # kept even on a failed order, for the audit
+    if ORDER_RANK[order.status] < ORDER_RANK["submitted"]:
+        order.status = "submitted"
+    order.updated_at = now()
+
+
+def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
+    """A submit started, no job id recorded, and its time is up."""
+    if order.upstream_job_id or order.submit_started_at is None:
+        return False
+    limit = timedelta(seconds=settings.generation_submit_timeout_seconds)
+    return now() - aware(order.submit_started_at) >= limit
+
+
+async def fail_order(
+    s: AsyncSession, order: GenerationOrder, reason: str, settings: Settings
+) -> bool:
+    changed, _ = await record_job_state(
+        s, order, "failed", order.progress, None, {"error": reason}, settings
+    )
+    return changed
+
+
+def apply_job_state(
+    order: GenerationOrder,
+    status: str,
+    progress: float,
+    seq: int | None,
+    job: dict[str, Any],
+) -> bool:
+    """Monotonic job state machine; returns True if anything changed."""
+    if order.status in TERMINAL_ORDER:
+        return False  # terminal is final: duplicates and late events change nothing
+    if seq is not None and seq <= order.last_seq:
+        return False
+    if ORDER_RANK.get(status, -1) < ORDER_RANK[order.status]:
+        return False
+    changed = status != order.status or progress > order.progress
+    order.status = status
+    order.progress = max(order.progress, progress)
+    if seq is not None:
+        order.last_seq = seq
+    if status == "succeeded":
+        order.result_url = job.get("result_url")
+        order.progress = 1.0
+    if status == "failed":
+        order.error = job.get("error") or "upstream failure"
+    order.updated_at = now()
+    return changed
+
+
+async def record_job_state(
+    session: AsyncSession,
+    order: GenerationOrder,
+    status: str,
+    progress: float,
+    seq: int | None,
+    job: dict[str, Any],
+    settings: Settings,
+) -> tuple[bool, bool]:
+    """Apply a job report (callback or poll) and emit its event; returns (changed, became
+    terminal). The terminal transition settles (succeeded) or refunds (failed) the order's
+    reservation in the same transaction, exactly once. The caller holds the order's lock."""
+    was_terminal = order.status in TERMINAL_ORDER
+    if was_terminal or status in TERMINAL_ORDER:
+        # Lock order: account before the per-user event counter, as in place_order;
+        # the other order deadlocks against a concurrent reservation on Postgres.
+        await lock_account(session, order.workspace_id, settings.initial_credit_cents)
+    changed = apply_job_state(order, status, progress, seq, job)
+    now_terminal = order.status in TERMINAL_ORDER
+    if changed:
+        await append_event(
+            session,
+            order.workspace_id,
+            "generation.completed" if now_terminal else "generation.progress",
+            {
+                "order_id": order.id,
+                "task_id": order.task_id,
+                "status": order.status,
+                "progress": order.progress,
+            },
+        )
+    if now_terminal:
+        # Also for an order found terminal: closing is idempotent, and it heals a crash
+        # between the state change and the booking (they share one transaction anyway).
+        await close_reservation(session, order, settings.initial_credit_cents)
+    return changed, now_terminal and not was_terminal
