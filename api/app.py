@@ -11,6 +11,7 @@ from temporalio.client import Client
 
 from api import errors
 from api.routes import (
+    budget,
     callbacks,
     cards,
     events,
@@ -64,5 +65,6 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     errors.install(app)
     for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks):
         app.include_router(r.router)
+    app.include_router(budget.router)
     app.include_router(memory_routes.router)
     return app
