@@ -1,4 +1,10 @@
-"""MainThreadWorkflow: one per user (id `main:{user_id}`); routes messages without a target."""
+"""MainThreadWorkflow: one per user (id `main:{user_id}`); routes messages without a target.
+
+Its state is only the queue of ids still to route: the task index itself lives in the DB
+(lomo/routing), so the workflow's history stays small however many tasks exist, and it
+continues as new whenever Temporal suggests it. Items are message ids, or ids of answered
+`clarify` cards (the person chose a task for an earlier message).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from lomo.routing.types import RoutePlan, RouteRequest
     from workflows.task import TaskWorkflow
-    from workflows.types import MainThreadInput, RouteDecision, RouteInput, TaskInput
+    from workflows.types import MainThreadInput, TaskInput
 
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
@@ -21,9 +29,9 @@ class MainThreadWorkflow:
         self.pending: list[str] = []
 
     @workflow.signal(name="route")
-    def route(self, message_id: str) -> None:
-        if message_id not in self.pending:
-            self.pending.append(message_id)
+    def route(self, item_id: str) -> None:
+        if item_id not in self.pending:
+            self.pending.append(item_id)
 
     @workflow.run
     async def run(self, inp: MainThreadInput) -> None:
@@ -35,29 +43,50 @@ class MainThreadWorkflow:
             if not self.pending or workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(MainThreadInput(inp.user_id, list(self.pending)))
-            message_id = self.pending[0]
-            decision: RouteDecision = await workflow.execute_activity(
+            item_id = self.pending[0]
+            plan: RoutePlan = await workflow.execute_activity(
                 "route_message",
-                RouteInput(inp.user_id, message_id),
-                result_type=RouteDecision,
+                RouteRequest(inp.user_id, item_id),
+                result_type=RoutePlan,
                 start_to_close_timeout=timedelta(minutes=2),
                 retry_policy=RETRY,
             )
-            if decision.decision in ("lightweight", "new") and decision.task_id:
-                await workflow.start_child_workflow(
-                    TaskWorkflow.run,
-                    TaskInput(
-                        decision.task_id,
-                        inp.user_id,
-                        decision.kind or "lightweight",
-                        message_id,
-                        max_steps_per_turn=decision.max_steps_per_turn,
-                        generation_wait_seconds=decision.generation_wait_seconds,
-                    ),
-                    id=f"task:{decision.task_id}",
-                    parent_close_policy=ParentClosePolicy.ABANDON,
-                )
-            elif decision.decision == "existing" and decision.task_id:
-                handle = workflow.get_external_workflow_handle(f"task:{decision.task_id}")
-                await handle.signal("deliver", message_id)
+            await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
             self.pending.pop(0)
+
+    async def _hand_over(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
+        if not plan.task_id:
+            return  # answered by main, or a clarify card is waiting for the person
+        if plan.decision in ("lightweight", "new") or plan.restart:
+            await self._start(user_id, plan, message_id)
+            return
+        if plan.decision == "existing":
+            handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
+            try:
+                if plan.promote:
+                    await handle.signal("promote")  # before the message: it lands persistent
+                await handle.signal("deliver", message_id)
+            except FailureError:
+                # The task ended between the check and the signal: start it again in place.
+                workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)
+                await self._start(user_id, plan, message_id)
+
+    async def _start(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
+        assert plan.task_id is not None
+        await workflow.start_child_workflow(
+            TaskWorkflow.run,
+            TaskInput(
+                task_id=plan.task_id,
+                user_id=user_id,
+                kind=plan.kind or "lightweight",
+                first_message_id=message_id,
+                turn=plan.turn,
+                max_steps_per_turn=plan.max_steps_per_turn,
+                generation_wait_seconds=plan.generation_wait_seconds,
+                max_turns_without_progress=plan.max_turns_without_progress,
+                card_wait_seconds=plan.card_wait_seconds,
+                heartbeat_timeout_seconds=plan.heartbeat_timeout_seconds,
+            ),
+            id=f"task:{plan.task_id}",
+            parent_close_policy=ParentClosePolicy.ABANDON,
+        )

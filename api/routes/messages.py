@@ -9,10 +9,11 @@ from sqlalchemy.exc import IntegrityError
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import deliver_to_task, route_via_main
-from lomo.db.models import MessageRow, Task
+from lomo.db.models import MessageRow
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.routing.deterministic import resolve_target
 
 router = APIRouter(prefix="/v1", tags=["messages"])
 
@@ -57,17 +58,20 @@ async def accept_message(
             )
             if old is not None:  # the same client message again changes nothing
                 return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
-        if task_id:
-            task = await s.get(Task, task_id)
-            if task is None or task.user_id != user.id:
-                raise NotFound(f"no task {task_id}")
+        # Explicit targets (task, card, an object of exactly one task) are settled here with
+        # no model call, after checking the task can take the message (article §3.1).
+        target = await resolve_target(s, user.id, task_id, body.card_id, body.object_id)
+        task_id = target.task_id
+        # A finished task (e.g. a completed lightweight one) is started again in place by
+        # the main thread; the routing is still deterministic.
+        direct = task_id is not None and not target.restart
         msg = MessageRow(
             id=new_id("msg"),
             user_id=user.id,
             text=body.text,
             client_message_id=body.client_message_id,
             target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
-            routing_status="routed" if task_id else "pending",
+            routing_status="routed" if direct else "pending",
             deterministic=task_id is not None,
             decision="existing" if task_id else None,
             task_id=task_id,
@@ -79,7 +83,7 @@ async def accept_message(
             await s.rollback()
             return await accept_message(body, user, db, settings, temporal, task_id)
         await append_event(s, user.id, "message.received", {"message_id": msg.id})
-        if task_id:
+        if direct:
             await append_event(
                 s,
                 user.id,
@@ -88,7 +92,7 @@ async def accept_message(
             )
     # Persisted first (evidence), handed over second: a crash in between leaves a pending
     # message that the same client_message_id can push again.
-    if task_id:
+    if direct and task_id:
         await deliver_to_task(temporal, task_id, msg.id)
     else:
         await route_via_main(temporal, settings, user.id, msg.id)

@@ -74,23 +74,10 @@ class OfflineModel:
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:
-        text = _person_text(_last_user_texts(request.messages))
-        lang = detect_language(text)
-        payload: dict[str, object] = {"language": lang}
-        if _QUESTION.search(text):
-            payload["decision"] = "answer"
-            payload["answer"] = _capability_answer(text, request, lang)
-        elif _IMAGE.search(text) or _VIDEO.search(text):
-            payload["decision"] = "lightweight"
-        else:
-            payload["decision"] = "answer"
-            payload["answer"] = "Wobei kann ich helfen?" if lang == "de" else "How can I help?"
-        return ModelResponse(
-            content=[ToolUseBlock(id=self._tool_id(request), name="route", input=payload)],
-            stop_reason="tool_use",
-            usage=Usage(input_tokens=_tokens(request), output_tokens=20),
-            model="lomo-offline",
-        )
+        # Routing rules live with the routing issue (lomo/llm/offline_router.py).
+        from lomo.llm.offline_router import route
+
+        return route(request)
 
     def _task_step(self, request: ModelRequest) -> ModelResponse:
         last = request.messages[-1] if request.messages else None

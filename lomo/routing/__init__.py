@@ -1,1 +1,1 @@
-"""routing (owned by the routing issue)."""
+"""Routing (issue 4): the task index, deterministic targets, the router's request."""

@@ -1,0 +1,173 @@
+"""The offline stand-in's routing decisions: deterministic rules over exactly what a real
+model would read (the router's candidate lines and the person's raw message), EN and DE.
+
+It is a stand-in, not a classifier to be proud of: it exists so the routing pipeline runs,
+and is evaluated (tests/routing_eval), without a model key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lomo.llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from lomo.routing.prompt import DUPLICATE_CHECK, MARK
+from lomo.routing.text import FILLER, content_terms
+
+_TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
+_AGE = re.compile(r"active (\d+)([mhd]) ago")
+_UNIT = {"m": 60, "h": 3600, "d": 86400}
+_QUESTION = re.compile(
+    r"^\s*(which|what|how|does|do you|can you tell|is there|welche|welcher|was|wie|"
+    r"unterstützt|gibt es)\b|\?\s*$",
+    re.I,
+)
+_FOLLOWUP = re.compile(
+    r"\b(make (it|that|this|them|those|the)|change|adjust|tweak|update|revise|redo|again|"
+    r"instead|warmer|cooler|brighter|darker|bigger|smaller|softer|bolder|more|less|bit|"
+    r"also|another version|add|remove|replace|swap|from last time|last time|earlier|"
+    r"mach|ändere|ändern|anpassen|pass|nochmal|noch einmal|wieder|stattdessen|wärmer|"
+    r"kühler|heller|dunkler|größer|kleiner|weicher|mehr|weniger|etwas|bisschen|auch|"
+    r"füge|entferne|ersetze|vom letzten mal|von neulich|neulich|letzten mal|"
+    r"blue|red|green|yellow|orange|purple|pink|black|white|"
+    r"blau|blaue|blauem|blauen|rot|rote|roten|grün|grüne|grünen|gelb|gelbe|lila|rosa)\b",
+    re.I,
+)
+_DEICTIC = re.compile(
+    r"\b(that|this|it|them|those|the one|the ones|das|dies|es|die von|den von|das von|"
+    r"davon|dieses|diese)\b",
+    re.I,
+)
+_PERSISTENT = re.compile(
+    r"\b(series|campaign|set of|several|storyboard|project|collection|book|brand kit|"
+    r"\w*serie|reihe|kampagne|mehrere|projekt|sammlung|buch|kinderbuch|markenauftritt)\b",
+    re.I,
+)
+_VIDEO = re.compile(r"\b(video|clip|animate|animation|animiere)\b", re.I)
+_IMAGE = re.compile(
+    r"\b(image|picture|photo|drawing|illustration|bild|foto|zeichnung|generate|generiere)\b",
+    re.I,
+)
+_MEDIA_TERMS = {"video", "image"}
+
+
+@dataclass
+class _Cand:
+    task_id: str
+    kind: str
+    status: str
+    age_s: int
+    terms: list[str]
+    mine: list[str] | None = None  # duplicate check: words only in the message
+    theirs: list[str] | None = None  # duplicate check: words only in the task
+
+
+def _parse(line: str) -> _Cand | None:
+    parts = [p.strip() for p in line[2:].split(" | ")]
+    if len(parts) < 4 or not parts[0].startswith("tsk_"):
+        return None
+    kind, _, status = parts[1].partition(" ")
+    m = _AGE.search(parts[2])
+    age_s = int(m.group(1)) * _UNIT[m.group(2)] if m else 0
+    fields = {p.split(":", 1)[0]: p.split(":", 1)[1].strip() for p in parts[3:] if ":" in p}
+    text = " ".join(fields.get(k, "") for k in ("goal", "summary", "objects"))
+    text = re.sub(r"\bobj_[0-9a-z]+\b", " ", text)
+    cand = _Cand(parts[0], kind, status, age_s, content_terms(text))
+    if "only in message" in fields:
+        cand.mine = [w for w in fields["only in message"].split(", ") if w and w != "-"]
+        cand.theirs = [w for w in fields.get("only in task", "").split(", ") if w and w != "-"]
+    return cand
+
+
+def _read(request: ModelRequest) -> tuple[str, list[_Cand], bool]:
+    last = request.messages[-1] if request.messages else None
+    texts = [b.text for b in (last.content if last else []) if isinstance(b, TextBlock)]
+    person = " ".join(t for t in texts if not t.startswith(MARK))
+    cands = [
+        c
+        for t in texts
+        if t.startswith(MARK)
+        for line in t.splitlines()
+        if line.startswith("- ") and (c := _parse(line)) is not None
+    ]
+    duplicate_check = any(t.startswith(f"{MARK} {DUPLICATE_CHECK}") for t in texts)
+    return person, cands, duplicate_check
+
+
+def _respond(request: ModelRequest, payload: dict[str, object]) -> ModelResponse:
+    size = sum(len(s.text) for s in request.system) + sum(
+        len(b.text) for m in request.messages for b in m.content if isinstance(b, TextBlock)
+    )
+    return ModelResponse(
+        content=[ToolUseBlock(id=f"toolu_{request.purpose}", name="route", input=payload)],
+        stop_reason="tool_use",
+        usage=Usage(input_tokens=size // 4, output_tokens=20),
+        model="lomo-offline",
+    )
+
+
+def _decide_duplicate(cands: list[_Cand]) -> dict[str, object]:
+    same = [c for c in cands if c.mine is not None and not c.mine]
+    if len(same) == 1:
+        return {"decision": "existing", "task_id": same[0].task_id, "reason": "same goal"}
+    if len(same) > 1:
+        return {"decision": "clarify", "candidate_ids": [c.task_id for c in same]}
+    adds = [c for c in cands if c.mine and not c.theirs]
+    if len(adds) == 1:
+        return {"decision": "existing", "task_id": adds[0].task_id, "reason": "adds detail"}
+    if len(adds) > 1:
+        return {"decision": "clarify", "candidate_ids": [c.task_id for c in adds]}
+    return {"decision": "new", "reason": "the differing words name another goal"}
+
+
+def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
+    if m := _TASK_ID.search(text):
+        return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
+    terms = [t for t in content_terms(text) if t not in FILLER]
+    followup = bool(_FOLLOWUP.search(text))
+    deictic = bool(_DEICTIC.search(text))
+    overlap = {c.task_id: len(set(terms) & set(c.terms) - _MEDIA_TERMS) for c in cands}
+    best = max(overlap.values(), default=0)
+    ties = [c for c in cands if best and overlap[c.task_id] == best]
+    wants_video = bool(_VIDEO.search(text))
+    if _QUESTION.search(text) and not (followup and best):
+        return {"decision": "answer", "reason": "a question main answers"}
+    if _PERSISTENT.search(text) and not (followup and best):
+        return {"decision": "new", "briefing": text, "reason": "a goal with several steps"}
+    if wants_video and not any(c.kind == "video" or "video" in c.terms for c in ties):
+        # Turning an earlier image into a video is new work with a reference (article §2.3).
+        return {"decision": "lightweight", "reason": "a new generation"}
+    if ties and (followup or deictic or best >= 2):
+        if len(ties) == 1:
+            return {"decision": "existing", "task_id": ties[0].task_id, "reason": "matches"}
+        return {"decision": "clarify", "candidate_ids": [c.task_id for c in ties]}
+    if followup and cands:
+        by_age = sorted(cands, key=lambda c: c.age_s)
+        first = by_age[0]
+        second = by_age[1] if len(by_age) > 1 else None
+        if second is None or second.age_s > max(3600, 6 * first.age_s):
+            return {"decision": "existing", "task_id": first.task_id, "reason": "the latest"}
+        return {"decision": "clarify", "candidate_ids": [first.task_id, second.task_id]}
+    if wants_video or _IMAGE.search(text):
+        return {"decision": "lightweight", "reason": "one generation"}
+    return {"decision": "answer", "reason": "nothing to do yet"}
+
+
+def route(request: ModelRequest) -> ModelResponse:
+    # Imported here: offline.py delegates to this module, so a top-level import would cycle.
+    from lomo.llm.offline import _capability_answer, detect_language
+
+    text, cands, duplicate_check = _read(request)
+    lang = detect_language(text)
+    if duplicate_check:
+        payload = _decide_duplicate(cands)
+    else:
+        payload = _decide(text, cands)
+    payload["language"] = lang
+    if payload["decision"] == "answer":
+        payload["answer"] = (
+            _capability_answer(text, request, lang)
+            if _QUESTION.search(text)
+            else ("Wobei kann ich helfen?" if lang == "de" else "How can I help?")
+        )
+    return _respond(request, payload)

@@ -1,0 +1,238 @@
+"""The task index: compact rows per task, kept fresh lazily, searched three ways.
+
+Refresh happens inside the routing activity for tasks whose `tasks.updated_at` is newer
+than their entry, so a status change costs no extra activity. Candidates are the most
+recently active tasks (archived ones excluded) plus keyword and vector hits over the whole
+index (archived included): the number of tasks changes the search space, not the context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from lomo.db.models import Task, TaskObject, WorkObject
+from lomo.embeddings import Embedder
+from lomo.routing.models import TaskIndexEntry, TaskIndexTerm
+from lomo.routing.text import content_terms
+from lomo.vectors.base import VectorIndex, VectorPoint
+
+ACTIVE_STATUSES = ("running", "waiting_generation", "waiting_user", "paused")
+REFRESH_BATCH = 200  # stale entries refreshed per routing call (bounds one activity's work)
+MAX_OBJECT_REFS = 4
+
+
+def aware(dt: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything stored here is UTC."""
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+@dataclass
+class Candidate:
+    task_id: str
+    kind: str
+    status: str
+    goal: str
+    summary: str
+    language: str
+    object_refs: list[dict[str, Any]]
+    last_active_at: datetime
+    keyword_hits: int = 0
+    similarity: float | None = None
+    sources: list[str] = field(default_factory=list)  # "recent" | "keyword" | "vector"
+
+
+def _candidate(e: TaskIndexEntry) -> Candidate:
+    return Candidate(
+        task_id=e.task_id,
+        kind=e.kind,
+        status=e.status,
+        goal=e.goal,
+        summary=e.summary,
+        language=e.language,
+        object_refs=list(e.object_refs or []),
+        last_active_at=aware(e.last_active_at),
+    )
+
+
+def entry_text(goal: str, summary: str, refs: Sequence[dict[str, Any]]) -> str:
+    names = " ".join(str(r.get("name", "")) for r in refs)
+    return " ".join(p for p in (goal, summary, names) if p)
+
+
+class TaskIndex:
+    def __init__(self, embedder: Embedder, vectors: VectorIndex | None) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+        self.collection = "task_index_" + re.sub(r"[^a-z0-9]+", "_", embedder.name.lower())
+        self._ready = False
+
+    async def _ensure(self) -> None:
+        if self.vectors is not None and not self._ready:
+            await self.vectors.ensure_collection(
+                self.collection, self.embedder.dim, keyword_fields=("user_id", "task_id")
+            )
+            self._ready = True
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        # The model is CPU-bound numpy: keep the event loop (heartbeats, other activities) free.
+        return await asyncio.to_thread(self.embedder.embed, list(texts))
+
+    async def refresh(self, s: AsyncSession, user_id: str) -> int:
+        """Bring stale or missing entries of this user up to date; returns how many."""
+        q = (
+            select(Task, TaskIndexEntry)
+            .outerjoin(TaskIndexEntry, TaskIndexEntry.task_id == Task.id)
+            .where(
+                Task.user_id == user_id,
+                or_(
+                    TaskIndexEntry.task_id.is_(None),
+                    Task.updated_at > TaskIndexEntry.source_updated_at,
+                ),
+            )
+            .order_by(Task.updated_at.desc())
+            .limit(REFRESH_BATCH)
+        )
+        rows = [(t, e) for t, e in await s.execute(q)]
+        if not rows:
+            return 0
+        refs = await self._object_refs(s, [t.id for t, _ in rows])
+        texts = [entry_text(t.goal, t.summary, refs.get(t.id, [])) for t, _ in rows]
+        vecs = await self.embed(texts) if self.vectors is not None else []
+        for i, (task, entry) in enumerate(rows):
+            task_refs = refs.get(task.id, [])
+            terms = content_terms(texts[i])
+            if entry is None:
+                entry = TaskIndexEntry(task_id=task.id, user_id=user_id)
+                s.add(entry)
+            entry.kind, entry.status = task.kind, task.status
+            entry.goal, entry.summary, entry.language = task.goal, task.summary, task.language
+            entry.object_refs = task_refs
+            entry.keywords = " ".join(terms)
+            entry.source_updated_at = task.updated_at
+            entry.last_active_at = task.updated_at
+            entry.refreshed_at = datetime.now(UTC)
+            entry.vector_id = task.id if self.vectors is not None else None
+            await s.flush()
+            await s.execute(delete(TaskIndexTerm).where(TaskIndexTerm.task_id == task.id))
+            s.add_all(TaskIndexTerm(task_id=task.id, term=t, user_id=user_id) for t in terms)
+        await s.flush()
+        if self.vectors is not None:
+            await self._ensure()
+            # Upserts are idempotent: a retry after a failed commit writes the same points.
+            await self.vectors.upsert(
+                self.collection,
+                [
+                    VectorPoint(
+                        id=task.id,
+                        vector=vecs[i],
+                        payload={"user_id": user_id, "task_id": task.id},
+                    )
+                    for i, (task, _) in enumerate(rows)
+                ],
+            )
+        return len(rows)
+
+    async def _object_refs(
+        self, s: AsyncSession, task_ids: list[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        q = (
+            select(TaskObject.task_id, WorkObject.id, WorkObject.name, WorkObject.type)
+            .join(WorkObject, WorkObject.id == TaskObject.object_id)
+            .where(TaskObject.task_id.in_(task_ids), WorkObject.deleted.is_(False))
+            .order_by(WorkObject.created_at.desc())
+        )
+        out: dict[str, list[dict[str, Any]]] = {}
+        for task_id, obj_id, name, type_ in await s.execute(q):
+            refs = out.setdefault(task_id, [])
+            if len(refs) < MAX_OBJECT_REFS:
+                refs.append({"id": obj_id, "name": name, "type": type_})
+        return out
+
+    async def candidates(
+        self,
+        s: AsyncSession,
+        user_id: str,
+        text: str,
+        vector: list[float] | None,
+        active_window: int,
+        search_limit: int,
+        pinned: Sequence[str] = (),
+    ) -> list[Candidate]:
+        """Recent active tasks + keyword hits + vector hits, at most
+        `active_window + 2 * search_limit + len(pinned)`: bounded, whatever the index size."""
+        found: dict[str, Candidate] = {}
+        recent = await s.scalars(
+            select(TaskIndexEntry)
+            .where(TaskIndexEntry.user_id == user_id, TaskIndexEntry.status != "archived")
+            .order_by(TaskIndexEntry.last_active_at.desc())
+            .limit(active_window)
+        )
+        for e in recent:
+            found[e.task_id] = _candidate(e)
+            found[e.task_id].sources.append("recent")
+        hits: dict[str, int] = {}
+        terms = content_terms(text)
+        if terms:
+            count = func.count().label("n")
+            rows = await s.execute(
+                select(TaskIndexTerm.task_id, count)
+                .where(TaskIndexTerm.user_id == user_id, TaskIndexTerm.term.in_(terms))
+                .group_by(TaskIndexTerm.task_id)
+                .order_by(count.desc(), TaskIndexTerm.task_id)
+                .limit(search_limit)
+            )
+            hits = {tid: int(n) for tid, n in rows}
+        sims: dict[str, float] = {}
+        if self.vectors is not None and vector is not None:
+            await self._ensure()
+            for h in await self.vectors.search(
+                self.collection, vector, search_limit, filter={"user_id": user_id}
+            ):
+                sims[h.id] = h.score
+        missing = [t for t in [*pinned, *hits, *sims] if t not in found]
+        if missing:
+            for e in await s.scalars(
+                select(TaskIndexEntry).where(
+                    TaskIndexEntry.user_id == user_id, TaskIndexEntry.task_id.in_(missing)
+                )
+            ):
+                found[e.task_id] = _candidate(e)
+        for tid, c in found.items():
+            if tid in hits:
+                c.keyword_hits = hits[tid]
+                c.sources.append("keyword")
+            if tid in sims:
+                c.similarity = sims[tid]
+                c.sources.append("vector")
+            if tid in pinned:
+                c.sources.append("object")
+        return sorted(found.values(), key=lambda c: c.last_active_at, reverse=True)
+
+    async def recent_running(self, s: AsyncSession, user_id: str, limit: int) -> list[Candidate]:
+        rows = await s.scalars(
+            select(TaskIndexEntry)
+            .where(TaskIndexEntry.user_id == user_id, TaskIndexEntry.status.in_(ACTIVE_STATUSES))
+            .order_by(TaskIndexEntry.last_active_at.desc())
+            .limit(limit)
+        )
+        return [_candidate(e) for e in rows]
+
+    async def similarities(
+        self, user_id: str, vector: list[float] | None, task_ids: list[str], limit: int
+    ) -> dict[str, float]:
+        """Cosine of the message against the given tasks only (the duplicate window)."""
+        if self.vectors is None or vector is None or not task_ids:
+            return {}
+        await self._ensure()
+        hits = await self.vectors.search(
+            self.collection, vector, limit, filter={"user_id": user_id, "task_id": task_ids}
+        )
+        return {h.id: h.score for h in hits}

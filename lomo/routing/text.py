@@ -1,0 +1,158 @@
+"""Words for routing: canonical content terms (EN+DE), shared by the keyword index, the
+duplicate check's word comparison and the offline router, so all three agree."""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """
+    a an the and or of for to in on at by with from into onto as is are was were be been
+    this that these those it its it's my our your me we you i us them they he she his her
+    please pls can could would will should do does did make made makes let get give want
+    some any all one ones just also very bit little more less than then there here now
+    time last previous earlier recent recently again same other another new still
+    about like up down out off over so but not no yes ok okay thanks thank hey hi hello
+    what which how when where who why
+    der die das den dem des ein eine einen einem einer eines und oder von vom zu zum zur
+    im in am an auf mit für aus als ist sind war waren sein bitte kannst könntest kann
+    mach mache machen mal noch etwas ein bisschen bissl mehr weniger dieser diese dieses
+    es sie er wir ihr ich mir mich uns du dir dein deine mein meine unser unsere euer
+    letzte letzten letztes neulich gestern vorhin wieder gleiche andere neue neuen neues
+    auch nur so aber nicht kein keine ja nein danke hallo hi welche welcher was wie wo wer
+    warum wann doch schon gerne gern bei nach über unter
+    """.split()
+)
+
+# German and inflected forms folded onto one English term, so "Plakate" meets "posters".
+SYNONYMS: dict[str, str] = {
+    "posters": "poster",
+    "plakat": "poster",
+    "plakate": "poster",
+    "plakaten": "poster",
+    "plakats": "poster",
+    "katze": "cat",
+    "katzen": "cat",
+    "cats": "cat",
+    "kater": "cat",
+    "bild": "image",
+    "bilder": "image",
+    "bildes": "image",
+    "images": "image",
+    "picture": "image",
+    "pictures": "image",
+    "photo": "image",
+    "foto": "image",
+    "fotos": "image",
+    "videos": "video",
+    "clip": "video",
+    "clips": "video",
+    "logos": "logo",
+    "marke": "brand",
+    "marken": "brand",
+    "markenplakate": "poster",
+    "markenplakaten": "poster",
+    "plakatserie": "poster",
+    "posterserie": "poster",
+    "hochzeitskarte": "wedding",
+    "hund": "dog",
+    "hunde": "dog",
+    "dogs": "dog",
+    "serie": "series",
+    "reihe": "series",
+    "sommerfest": "festival",
+    "fest": "festival",
+    "festivals": "festival",
+    "sommer": "summer",
+    "herbst": "autumn",
+    "fall": "autumn",
+    "frühling": "spring",
+    "winter": "winter",
+    "geburtstag": "birthday",
+    "einladung": "invitation",
+    "einladungen": "invitation",
+    "invitations": "invitation",
+    "karte": "card",
+    "karten": "card",
+    "cards": "card",
+    "wärmer": "warmer",
+    "kühler": "cooler",
+    "kälter": "cooler",
+    "blau": "blue",
+    "blaue": "blue",
+    "blauen": "blue",
+    "rot": "red",
+    "rote": "red",
+    "roten": "red",
+    "grün": "green",
+    "grüne": "green",
+    "gelb": "yellow",
+    "heller": "brighter",
+    "dunkler": "darker",
+    "hintergrund": "background",
+    "produkt": "product",
+    "produkte": "product",
+    "products": "product",
+    "launch": "launch",
+    "verkauf": "sale",
+    "ausverkauf": "sale",
+    "sales": "sale",
+    "weihnachten": "christmas",
+    "weihnachts": "christmas",
+    "hochzeit": "wedding",
+    "kampagne": "campaign",
+    "campaigns": "campaign",
+    "storyboard": "storyboard",
+    "illustrationen": "illustration",
+    "illustrations": "illustration",
+    "buch": "book",
+    "kinderbuch": "book",
+    "menü": "menu",
+    "speisekarte": "menu",
+    "restaurant": "restaurant",
+    "café": "cafe",
+    "cafe": "cafe",
+    "kaffee": "coffee",
+}
+
+
+# Goal verbs and framing words: they say *that* someone wants work, not *which* work, so
+# the duplicate check's word comparison ignores them.
+FILLER = frozenset(
+    """
+    create creating generate design start begin work plan produce need would like help
+    series set draft drafts version versions make new
+    erstelle erstellen generiere entwirf entwerfen gestalte gestalten starte beginne
+    arbeite plane produziere brauche möchte hätte gern hilf entwurf entwürfe
+    """.split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def canonical(token: str) -> str:
+    return SYNONYMS.get(token, token)
+
+
+def content_terms(text: str) -> list[str]:
+    """Canonical content words in order of first appearance (no stopwords, no duplicates)."""
+    out: list[str] = []
+    for tok in tokens(text):
+        if tok in STOPWORDS or len(tok) < 2:
+            continue
+        term = canonical(tok)[:60]
+        if term not in out:
+            out.append(term)
+    return out
+
+
+def differing_words(message: str, candidate: str) -> tuple[list[str], list[str]]:
+    """Content words only in the message, and only in the candidate. Embeddings put "a bit
+    warmer" and "a bit cooler" at ~0.9 cosine; these lists are what tells them apart."""
+    mine = [w for w in content_terms(message) if w not in FILLER]
+    theirs = [w for w in content_terms(candidate) if w not in FILLER]
+    return [w for w in mine if w not in theirs], [w for w in theirs if w not in mine]

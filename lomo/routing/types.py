@@ -1,0 +1,36 @@
+"""The routing activity's input and output (small values only: they live in history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DECISIONS = ("answer", "lightweight", "existing", "new", "clarify")
+
+
+@dataclass
+class RouteRequest:
+    user_id: str
+    # A message id, or the id of an answered `clarify` card (then the card's message is
+    # routed to the option the person chose).
+    message_id: str
+
+
+@dataclass
+class RoutePlan:
+    """What the main thread does next. The field names up to `generation_wait_seconds`
+    match RouteDecision, so recorded histories decode into this type."""
+
+    decision: str  # answer | lightweight | existing | new | clarify
+    task_id: str | None = None
+    kind: str | None = None
+    max_steps_per_turn: int = 8
+    generation_wait_seconds: float = 60.0
+    max_turns_without_progress: int = 2
+    card_wait_seconds: float = 300.0
+    heartbeat_timeout_seconds: float = 30.0
+    message_id: str | None = None  # the message to hand over (differs for clarify answers)
+    # existing: the task's workflow has ended (completed lightweight, reopened) and must be
+    # started again in place; else the message is signalled into the running inbox.
+    restart: bool = False
+    turn: int = 0  # the task's last turn, for a restart
+    promote: bool = False  # lightweight → persistent before delivering

