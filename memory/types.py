@@ -16,6 +16,7 @@ class MemoryJob:
 class MemoryInput:
     user_id: str
     retry_seconds: float = 300.0  # from settings: workflow code reads no environment
+    activity_attempts: int = 5  # Temporal retries of one job before it waits a round
     pending: list[MemoryJob] = field(default_factory=list)
     retry_later: list[MemoryJob] = field(default_factory=list)
 

@@ -83,15 +83,27 @@ class MemoryWorkflow:
             if suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    MemoryInput(inp.user_id, inp.retry_seconds, self.pending, self.retry_later)
+                    MemoryInput(
+                        inp.user_id,
+                        inp.retry_seconds,
+                        inp.activity_attempts,
+                        self.pending,
+                        self.retry_later,
+                    )
                 )
             if self.pending:
-                await self._run_job(inp.user_id, self.pending.pop(0))
+                await self._run_job(inp, self.pending.pop(0))
 
-    async def _run_job(self, user_id: str, job: MemoryJob) -> None:
+    async def _run_job(self, inp: MemoryInput, job: MemoryJob) -> None:
+        user_id = inp.user_id
+        retry = RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=30),
+            maximum_attempts=inp.activity_attempts,
+        )
         opts: dict[str, Any] = {
             "start_to_close_timeout": timedelta(minutes=2),
-            "retry_policy": RETRY,
+            "retry_policy": retry,
         }
         try:
             if job.kind == "extract":
