@@ -1,55 +1,166 @@
-"""Workspace data access, free of HTTP. Blobs live in an asset directory (embedded mode)."""
+"""Workspace data access, free of HTTP: objects, their versions, writes under optimistic
+concurrency, and which tasks reference which object (ARCHITECTURE §7).
+
+Every write claims the next version with one `UPDATE objects SET version = version + 1`
+as its first statement: the row lock (Postgres) or write lock (SQLite) serializes writers
+of one object, so the version the write is checked against cannot move underneath it. A
+refused write raises, and the transaction's rollback returns the claimed number.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
-from lomo.errors import Conflict, InvalidInput, NotFound
+from lomo.errors import InvalidInput, NotFound
+from lomo.events import append_event
 from lomo.ids import new_id
+from workspace.blobs import AssetStore, BlobStore
+from workspace.diff import summarize_change
+from workspace.edits import (
+    SnippetEdit,
+    apply_snippet_edits,
+    merge_flow,
+    validate_content,
+)
+from workspace.errors import Deleted, VersionConflict
+
+__all__ = ["AssetStore", "BlobStore"]  # re-exported: other areas import them from here
 
 OBJECT_TYPES = ("document", "flow", "asset")
-_EXT = {"image/png": "png", "video/mp4": "mp4", "image/gif": "gif", "audio/wav": "wav"}
+PERSON = "user"
 
 
-class AssetStore:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+def task_author(task_id: str, call_id: str) -> str:
+    return f"task:{task_id}:{call_id}"
 
-    def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
-        rel = f"{object_id}/v{version}.{_EXT.get(media_type, 'bin')}"
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)  # atomic: a reader never sees half a file
-        return rel
 
-    def get(self, rel: str) -> bytes:
-        return (self.root / rel).read_bytes()
+def describe_author(created_by: str) -> str:
+    if created_by == PERSON:
+        return "the person"
+    parts = created_by.split(":")
+    return f"task {parts[1]}" if len(parts) > 1 else created_by
+
+
+@dataclass
+class Written:
+    """The outcome of an accepted write (or of a replayed one: same call_id, same answer)."""
+
+    object_id: str
+    type: str
+    name: str
+    version: int
+    base_version: int
+    summary: str = ""
+    others_changed: list[str] = field(default_factory=list)  # flows: nodes changed meanwhile
+    replayed: bool = False
+
+    def view(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "object_id": self.object_id,
+            "type": self.type,
+            "name": self.name,
+            "version": self.version,
+            "base_version": self.base_version,
+            "summary": self.summary,
+        }
+        if self.type == "flow":
+            out["others_changed"] = self.others_changed
+        return out
+
+
+# --- reads ---------------------------------------------------------------------------
 
 
 async def get_object(session: AsyncSession, user_id: str, object_id: str) -> WorkObject:
-    obj = await session.get(WorkObject, object_id)
+    """The object row, deleted or not (deleted ones still answer who/when)."""
+    obj = await session.get(WorkObject, object_id, populate_existing=True)
     if obj is None or obj.user_id != user_id:
         raise NotFound(f"no object {object_id}")
+    return obj
+
+
+def _deleted(obj: WorkObject) -> Deleted:
+    when = f" on {obj.deleted_at:%Y-%m-%d %H:%M} UTC" if obj.deleted_at else ""
+    return Deleted(
+        f"object {obj.id} ({obj.name}) was deleted by the person{when}; it cannot be read "
+        "or changed any more",
+        object_id=obj.id,
+    )
+
+
+async def get_live(session: AsyncSession, user_id: str, object_id: str) -> WorkObject:
+    obj = await get_object(session, user_id, object_id)
+    if obj.deleted:
+        raise _deleted(obj)
     return obj
 
 
 async def get_version(
     session: AsyncSession, user_id: str, object_id: str, version: int | None = None
 ) -> tuple[WorkObject, ObjectVersion]:
-    obj = await get_object(session, user_id, object_id)
-    if obj.deleted:
-        raise NotFound(f"object {object_id} was deleted")
+    obj = await get_live(session, user_id, object_id)
     ver = await session.get(ObjectVersion, (object_id, version or obj.version))
     if ver is None:
         raise NotFound(f"object {object_id} has no version {version}")
     return obj, ver
+
+
+async def task_ids_for(session: AsyncSession, object_id: str) -> list[str]:
+    rows = await session.scalars(
+        select(TaskObject.task_id).where(TaskObject.object_id == object_id)
+    )
+    return list(rows)
+
+
+async def version_by_call(session: AsyncSession, call_id: str) -> ObjectVersion | None:
+    ver: ObjectVersion | None = await session.scalar(
+        select(ObjectVersion).where(ObjectVersion.call_id == call_id)
+    )
+    return ver
+
+
+# --- task references -----------------------------------------------------------------
+
+
+async def link_task(
+    session: AsyncSession,
+    task_id: str,
+    object_id: str,
+    role: str = "reference",
+    seen_version: int | None = None,
+) -> TaskObject:
+    """Record that `task_id` references the object; with `seen_version`, that it has seen
+    that version. Safe under concurrent calls (parallel tool calls of one step): the row is
+    inserted once, and `seen_version` only moves forward (an older read never undoes a newer)."""
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    await session.execute(
+        insert(TaskObject)
+        .values(task_id=task_id, object_id=object_id, role=role, seen_version=0)
+        .on_conflict_do_nothing()
+    )
+    if seen_version is not None:
+        await session.execute(
+            update(TaskObject)
+            .where(TaskObject.task_id == task_id, TaskObject.object_id == object_id)
+            .where(TaskObject.seen_version < seen_version)
+            .values(seen_version=seen_version)
+            .execution_options(synchronize_session=False)
+        )
+    link = await session.get(TaskObject, (task_id, object_id), populate_existing=True)
+    assert link is not None
+    return link
+
+
+# --- creation ------------------------------------------------------------------------
 
 
 async def create_object(
@@ -60,22 +171,34 @@ async def create_object(
     content: dict[str, Any],
     created_by: str,
     task_id: str | None = None,
+    call_id: str | None = None,
 ) -> WorkObject:
+    """A new object at version 1 (the caller emits `object.version` if it wants one)."""
     if type_ not in OBJECT_TYPES:
         raise InvalidInput(f"type must be one of {', '.join(OBJECT_TYPES)}")
+    content = validate_content(type_, content)
     obj = WorkObject(id=new_id("obj"), user_id=user_id, type=type_, name=name, version=1)
     session.add(obj)
     await session.flush()
-    session.add(ObjectVersion(object_id=obj.id, version=1, content=content, created_by=created_by))
+    session.add(
+        ObjectVersion(
+            object_id=obj.id,
+            version=1,
+            content=content,
+            created_by=created_by,
+            call_id=call_id,
+            summary="created",
+        )
+    )
     if task_id:
-        session.add(TaskObject(task_id=task_id, object_id=obj.id, role="artifact", seen_version=1))
+        await link_task(session, task_id, obj.id, role="artifact", seen_version=1)
     await session.flush()
     return obj
 
 
 async def create_asset(
     session: AsyncSession,
-    store: AssetStore,
+    store: BlobStore,
     user_id: str,
     name: str,
     data: bytes,
@@ -101,6 +224,119 @@ async def create_asset(
     return obj
 
 
+# --- writes --------------------------------------------------------------------------
+
+# Given (current version number, its content), return the new content and the nodes other
+# writers changed meanwhile; raise a Conflict to refuse (nothing is applied).
+Compute = Callable[[int, dict[str, Any]], tuple[dict[str, Any], list[str]]]
+
+
+async def _commit(
+    session: AsyncSession,
+    user_id: str,
+    object_id: str,
+    compute: Compute,
+    created_by: str,
+    call_id: str | None,
+    task_id: str | None,
+    blob: tuple[BlobStore, bytes, str] | None = None,
+) -> Written:
+    if call_id:
+        done = await version_by_call(session, call_id)
+        if done is not None:  # this call already wrote: answer as then, apply nothing
+            if done.object_id != object_id:
+                raise InvalidInput(f"call {call_id} already wrote another object")
+            obj = await get_object(session, user_id, object_id)
+            return Written(
+                obj.id,
+                obj.type,
+                obj.name,
+                done.version,
+                done.version - 1,
+                done.summary,
+                replayed=True,
+            )
+    claimed = await session.scalar(
+        update(WorkObject)
+        .where(
+            WorkObject.id == object_id,
+            WorkObject.user_id == user_id,
+            WorkObject.deleted.is_(False),
+        )
+        .values(version=WorkObject.version + 1)
+        .returning(WorkObject.version)
+    )
+    if claimed is None:
+        await get_live(session, user_id, object_id)  # raises NotFound or Deleted
+        raise NotFound(f"no object {object_id}")
+    obj = await get_object(session, user_id, object_id)
+    current = await session.get(ObjectVersion, (object_id, claimed - 1))
+    assert current is not None
+    content, others = compute(current.version, dict(current.content))
+    summary = summarize_change(obj.type, current.content, content)
+    ver = ObjectVersion(
+        object_id=object_id,
+        version=claimed,
+        content=content,
+        created_by=created_by,
+        call_id=call_id,
+        summary=summary,
+    )
+    if blob is not None:
+        store, data, media_type = blob
+        ver.blob_path, ver.media_type = store.put(object_id, claimed, data, media_type), media_type
+    session.add(ver)
+    await session.flush()
+    if task_id:
+        await link_task(session, task_id, object_id, role="artifact", seen_version=claimed)
+    await append_event(
+        session,
+        user_id,
+        "object.version",
+        {
+            "object_id": object_id,
+            "type": obj.type,
+            "name": obj.name,
+            "version": claimed,
+            "created_by": created_by,
+            "summary": summary,
+        },
+    )
+    return Written(obj.id, obj.type, obj.name, claimed, current.version, summary, others)
+
+
+async def _refusal_detail(
+    session: AsyncSession, obj_type: str, object_id: str, base: int, current: int
+) -> tuple[str, str]:
+    """(who made the newer versions, what changed since `base`) for a refusal message."""
+    rows = list(
+        await session.scalars(
+            select(ObjectVersion)
+            .where(ObjectVersion.object_id == object_id)
+            .where(ObjectVersion.version.in_([base, current]))
+        )
+    )
+    by_v = {r.version: r for r in rows}
+    authors = await session.scalars(
+        select(ObjectVersion.created_by)
+        .where(ObjectVersion.object_id == object_id)
+        .where(ObjectVersion.version > base, ObjectVersion.version <= current)
+    )
+    who = ", ".join(sorted({describe_author(a) for a in authors})) or "someone"
+    if base in by_v and current in by_v:
+        return who, summarize_change(obj_type, by_v[base].content, by_v[current].content)
+    return who, "unknown change"
+
+
+def _stale(obj: WorkObject, base: int, current: int, who: str, what: str) -> VersionConflict:
+    return VersionConflict(
+        f"{obj.name} is at version {current}, not {base} (changed by {who}: {what}); "
+        "re-read it and apply your change to the current version",
+        current_version=current,
+        changed=what,
+    )
+
+
 async def write_object(
     session: AsyncSession,
     user_id: str,
@@ -108,36 +344,126 @@ async def write_object(
     base_version: int,
     content: dict[str, Any],
     created_by: str,
-) -> WorkObject:
-    """Full write with optimistic concurrency: refused unless based on the current version."""
+    *,
+    call_id: str | None = None,
+    task_id: str | None = None,
+    blob: tuple[BlobStore, bytes, str] | None = None,
+) -> Written:
+    """Full write: refused (VersionConflict) unless based on the current version."""
+    obj = await get_live(session, user_id, object_id)
+    new = validate_content(obj.type, content)
+    stale: list[int] = []
+
+    def compute(current: int, _old: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        if current != base_version:
+            stale.append(current)
+            raise VersionConflict("stale")
+        return new, []
+
+    try:
+        return await _commit(
+            session, user_id, object_id, compute, created_by, call_id, task_id, blob
+        )
+    except VersionConflict:
+        if not stale:
+            raise
+    # Refused: explain from the committed state (the claim is rolled back by the caller).
+    who, what = await _refusal_detail(session, obj.type, object_id, base_version, stale[0])
+    raise _stale(obj, base_version, stale[0], who, what)
+
+
+async def edit_document(
+    session: AsyncSession,
+    user_id: str,
+    object_id: str,
+    edits: list[SnippetEdit],
+    created_by: str,
+    base_version: int | None = None,
+    *,
+    call_id: str | None = None,
+    task_id: str | None = None,
+) -> Written:
+    """Snippet replacements on the current text, all-or-nothing (EditRefused names each
+    failing snippet). With `base_version`, also refused if the document moved past it."""
+    obj = await get_live(session, user_id, object_id)
+    if obj.type != "document":
+        raise InvalidInput(f"{object_id} is a {obj.type}, not a document")
+    stale: list[int] = []
+
+    def compute(current: int, old: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        if base_version is not None and current != base_version:
+            stale.append(current)
+            raise VersionConflict("stale")
+        return {**old, "text": apply_snippet_edits(old["text"], edits)}, []
+
+    try:
+        return await _commit(session, user_id, object_id, compute, created_by, call_id, task_id)
+    except VersionConflict:
+        if not stale or base_version is None:
+            raise
+    who, what = await _refusal_detail(session, obj.type, object_id, base_version, stale[0])
+    raise _stale(obj, base_version, stale[0], who, what)
+
+
+async def edit_flow(
+    session: AsyncSession,
+    user_id: str,
+    object_id: str,
+    base_version: int,
+    nodes: dict[str, Any],
+    created_by: str,
+    *,
+    call_id: str | None = None,
+    task_id: str | None = None,
+) -> Written:
+    """Node-level edit: refused (NodeConflict) only for named nodes changed since
+    `base_version`; the accepted result names the other nodes changed meanwhile."""
+    obj = await get_live(session, user_id, object_id)
+    if obj.type != "flow":
+        raise InvalidInput(f"{object_id} is a {obj.type}, not a flow")
+    base = await session.get(ObjectVersion, (object_id, base_version))
+    if base is None or base_version > obj.version:
+        raise InvalidInput(f"{obj.name} has no version {base_version}")
+    base_nodes = dict(base.content.get("nodes") or {})
+
+    def compute(_current: int, old: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        merged = merge_flow(base_nodes, old.get("nodes") or {}, nodes)
+        return {**old, "nodes": merged.nodes}, merged.others_changed
+
+    return await _commit(session, user_id, object_id, compute, created_by, call_id, task_id)
+
+
+# --- deletion ------------------------------------------------------------------------
+
+
+async def mark_deleted(session: AsyncSession, user_id: str, object_id: str) -> bool:
+    """Irreversible: the object is gone for every reader and its contents are wiped (bytes
+    are removed after commit, `purge_blobs`). False if it was deleted already."""
     obj = await get_object(session, user_id, object_id)
     if obj.deleted:
-        raise NotFound(f"object {object_id} was deleted")
-    # Compare-and-set in one statement: of two writers on the same base, exactly one wins.
-    won = await session.execute(
-        update(WorkObject)
-        .where(WorkObject.id == object_id, WorkObject.version == base_version)
-        .values(version=base_version + 1)
-        .execution_options(synchronize_session=False)
-    )
-    if won.rowcount != 1:  # type: ignore[attr-defined]
-        await session.refresh(obj)
-        raise Conflict(
-            f"object {object_id} is at version {obj.version}, not {base_version}; re-read it",
-            current_version=obj.version,
-        )
-    await session.refresh(obj)
-    session.add(
-        ObjectVersion(
-            object_id=obj.id, version=base_version + 1, content=content, created_by=created_by
-        )
-    )
-    await session.flush()
-    return obj
+        return False
+    obj.deleted, obj.deleted_at = True, datetime.now(UTC)
+    for ver in await session.scalars(
+        select(ObjectVersion).where(ObjectVersion.object_id == object_id)
+    ):
+        ver.content = {}
+    await append_event(session, user_id, "object.deleted", {"object_id": obj.id, "name": obj.name})
+    return True
 
 
-async def task_ids_for(session: AsyncSession, object_id: str) -> list[str]:
-    rows = await session.scalars(
-        select(TaskObject.task_id).where(TaskObject.object_id == object_id)
-    )
-    return list(rows)
+async def purge_blobs(session: AsyncSession, store: BlobStore, object_id: str) -> int:
+    """Remove the bytes of a deleted object's versions; safe to run again."""
+    obj = await session.get(WorkObject, object_id)
+    if obj is None or not obj.deleted:
+        return 0
+    n = 0
+    for ver in await session.scalars(
+        select(ObjectVersion).where(
+            ObjectVersion.object_id == object_id, ObjectVersion.blob_path.is_not(None)
+        )
+    ):
+        assert ver.blob_path is not None
+        store.delete(ver.blob_path)
+        ver.blob_path = None
+        n += 1
+    return n

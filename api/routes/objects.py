@@ -1,5 +1,10 @@
+"""Workspace objects (API.md "Workspace objects"). The person's edits change rows and emit
+`object.version`; they never wake a task (tasks see them as change notices)."""
+
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Literal
 
 from fastapi import APIRouter
@@ -8,23 +13,54 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from api.deps import AssetsDep, DbDep, UserDep
-from lomo.db.models import WorkObject
-from lomo.errors import NotFound
+from lomo.db.models import ObjectVersion, WorkObject
+from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from workspace import store
+from workspace.blobs import BlobStore
+from workspace.cards import request_delete
+from workspace.edits import parse_edits
 
 router = APIRouter(prefix="/v1/objects", tags=["objects"])
 
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
 
 class ObjectIn(BaseModel):
-    type: Literal["document", "flow"]  # assets come from generations (or the asset issue)
+    type: Literal["document", "flow", "asset"]
     name: str = Field(min_length=1, max_length=300)
+    # documents {"text"}; flows {"nodes"}; assets {"media_type", "data_base64", ...}
     content: dict[str, Any]
 
 
 class WriteIn(BaseModel):
     base_version: int = Field(ge=1)
     content: dict[str, Any]
+
+
+class EditIn(BaseModel):
+    base_version: int | None = Field(default=None, ge=1)
+    edits: list[dict[str, Any]] | None = None  # documents
+    nodes: dict[str, dict[str, Any] | None] | None = None  # flows
+
+
+def _summary(o: WorkObject) -> dict[str, Any]:
+    return {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
+
+
+def _asset_bytes(content: dict[str, Any]) -> tuple[dict[str, Any], bytes, str]:
+    """Split an asset upload into its stored content (without the bytes) and the bytes."""
+    media_type = content.get("media_type")
+    if not isinstance(media_type, str) or "/" not in media_type:
+        raise InvalidInput("an asset needs a 'media_type' such as image/png")
+    try:
+        data = base64.b64decode(str(content.get("data_base64", "")), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise InvalidInput("'data_base64' is not valid base64") from e
+    if not data or len(data) > MAX_UPLOAD_BYTES:
+        raise InvalidInput(f"an asset needs 1 to {MAX_UPLOAD_BYTES} bytes")
+    rest = {k: v for k, v in content.items() if k != "data_base64"}
+    return rest, data, media_type
 
 
 @router.get("")
@@ -34,20 +70,30 @@ async def list_objects(user: UserDep, db: DbDep, type: str | None = None) -> dic
         if type:
             q = q.where(WorkObject.type == type)
         rows = await s.scalars(q.order_by(WorkObject.created_at))
-        return {
-            "objects": [
-                {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
-                for o in rows
-            ]
-        }
+        return {"objects": [_summary(o) for o in rows]}
 
 
 @router.post("", status_code=201)
-async def create(body: ObjectIn, user: UserDep, db: DbDep) -> dict[str, Any]:
+async def create(body: ObjectIn, user: UserDep, db: DbDep, assets: AssetsDep) -> dict[str, Any]:
     async with db.session() as s:
-        o = await store.create_object(s, user.id, body.type, body.name, body.content, "user")
-        await append_event(s, user.id, "object.version", {"object_id": o.id, "version": 1})
-        return {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
+        if body.type == "asset":
+            content, data, media_type = _asset_bytes(body.content)
+            provenance = {k: v for k, v in content.items() if k != "media_type"}
+            blobs: BlobStore = assets
+            o = await store.create_asset(
+                s, blobs, user.id, body.name, data, media_type, store.PERSON, provenance
+            )
+        else:
+            o = await store.create_object(
+                s, user.id, body.type, body.name, body.content, store.PERSON
+            )
+        await append_event(
+            s,
+            user.id,
+            "object.version",
+            {**_summary(o), "created_by": store.PERSON, "summary": "created"},
+        )
+        return _summary(o)
 
 
 @router.get("/{object_id}")
@@ -61,18 +107,81 @@ async def get(
             "type": o.type,
             "name": o.name,
             "version": v.version,
+            "current_version": o.version,
             "content": v.content,
             "created_by": v.created_by,
+            "created_at": v.created_at.isoformat(),
             "task_ids": await store.task_ids_for(s, o.id),
         }
 
 
-@router.put("/{object_id}")
-async def put(object_id: str, body: WriteIn, user: UserDep, db: DbDep) -> dict[str, Any]:
+@router.get("/{object_id}/versions")
+async def versions(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    """Every version kept: who made it, when, and what changed against the previous one."""
     async with db.session() as s:
-        o = await store.write_object(s, user.id, object_id, body.base_version, body.content, "user")
-        await append_event(s, user.id, "object.version", {"object_id": o.id, "version": o.version})
-        return {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
+        o = await store.get_live(s, user.id, object_id)
+        rows = await s.scalars(
+            select(ObjectVersion)
+            .where(ObjectVersion.object_id == o.id)
+            .order_by(ObjectVersion.version)
+        )
+        return {
+            "object_id": o.id,
+            "versions": [
+                {
+                    "version": v.version,
+                    "created_by": v.created_by,
+                    "created_at": v.created_at.isoformat(),
+                    "summary": v.summary,
+                }
+                for v in rows
+            ],
+        }
+
+
+@router.put("/{object_id}")
+async def put(
+    object_id: str, body: WriteIn, user: UserDep, db: DbDep, assets: AssetsDep
+) -> dict[str, Any]:
+    async with db.session() as s:
+        o = await store.get_live(s, user.id, object_id)
+        content = body.content
+        blob = None
+        if o.type == "asset":
+            content, data, media_type = _asset_bytes(content)
+            blob = (assets, data, media_type)
+        w = await store.write_object(
+            s, user.id, object_id, body.base_version, content, store.PERSON, blob=blob
+        )
+        return w.view()
+
+
+@router.patch("/{object_id}")
+async def patch(object_id: str, body: EditIn, user: UserDep, db: DbDep) -> dict[str, Any]:
+    async with db.session() as s:
+        o = await store.get_live(s, user.id, object_id)
+        if o.type == "document":
+            edits = parse_edits(body.edits or [])
+            w = await store.edit_document(
+                s, user.id, object_id, edits, store.PERSON, body.base_version
+            )
+        elif o.type == "flow":
+            if body.base_version is None or body.nodes is None:
+                raise InvalidInput("a flow edit needs base_version and nodes")
+            w = await store.edit_flow(
+                s, user.id, object_id, body.base_version, body.nodes, store.PERSON
+            )
+        else:
+            raise InvalidInput("assets are replaced with PUT, not edited")
+        return w.view()
+
+
+@router.delete("/{object_id}", status_code=202)
+async def delete(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    """Deletion is irreversible: it happens only when the person confirms the card."""
+    async with db.session() as s:
+        card = await request_delete(s, user.id, object_id)
+        return {"card_id": card.id}
 
 
 @router.get("/{object_id}/blob")
