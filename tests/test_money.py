@@ -79,8 +79,10 @@ class Money:
             f"/v1/cards/{card_id}/actions", json={"action": action}, headers=self.auth
         )
 
-    async def settled(self, order_id: str, poll: bool = False) -> str:
-        """Wait for the order's terminal state (callbacks; or the compensating poll)."""
+    async def settled(self, order_id: str, poll: bool = True) -> str:
+        """Wait for the order's terminal state: callbacks plus the compensating poll, as
+        the task workflow does (a callback can beat the persisting of its job id under
+        load; the poll recovers it). poll=False proves the callback path alone."""
         acts = GenerationActivities(self.deps())
 
         async def terminal() -> str | None:

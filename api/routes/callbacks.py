@@ -40,15 +40,14 @@ async def callback(
         )
         if order is None and ev.get("idempotency_key"):
             # A job whose id was never recorded: its submit was unclear, so its order is
-            # (or will be) failed and refunded, never adopted. Keep the id for the audit.
+            # (or will be) failed and refunded, never adopted. Acknowledge, change nothing.
             unclear = await s.scalar(
-                select(GenerationOrder)
-                .where(GenerationOrder.idempotency_key == str(ev["idempotency_key"]))
-                .with_for_update()
+                select(GenerationOrder.id).where(
+                    GenerationOrder.idempotency_key == str(ev["idempotency_key"]),
+                    GenerationOrder.upstream_job_id.is_(None),
+                )
             )
-            if unclear is not None and unclear.upstream_job_id is None:
-                if unclear.status == "failed":
-                    unclear.upstream_job_id = job_id
+            if unclear is not None:
                 return {"ok": True, "changed": False}
         if order is None:
             raise NotFound(f"no order for job {job_id}")
