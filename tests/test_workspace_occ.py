@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +37,7 @@ class Env:
     user_id: str
     task_id: str
     tools: dict[str, Any]
+    tmp: Path
     calls: list[int] = field(default_factory=lambda: [0])
 
     def ctx(self) -> ToolCallContext:
@@ -47,6 +49,13 @@ class Env:
 
 @pytest.fixture
 async def env(db_url: str, tmp_path: Path) -> AsyncIterator[Env]:
+    async with workspace_env(db_url, tmp_path) as e:
+        yield e
+
+
+@asynccontextmanager
+async def workspace_env(db_url: str, tmp_path: Path) -> AsyncIterator[Env]:
+    """A user with one task, the real api over HTTP for the person, the tools for the agent."""
     settings = Settings(data_dir=tmp_path, database_url=db_url, model_provider="offline")
     db = Database(db_url)
     async with db.session() as s:
@@ -67,6 +76,7 @@ async def env(db_url: str, tmp_path: Path) -> AsyncIterator[Env]:
                 user.id,
                 task.id,
                 {t.name: t for t in workspace_tools(deps)},
+                tmp_path,
             )
     await deps.http.aclose()
     await db.dispose()

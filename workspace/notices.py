@@ -30,7 +30,7 @@ async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
         .order_by(WorkObject.created_at)
     )
     lines: list[str] = []
-    for link, obj in rows.tuples():
+    for link, obj in rows.all():
         if obj.deleted:
             if not link.deletion_seen:
                 lines.append(
