@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +12,7 @@ from lomo.auth import create_user
 from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
+from lomo.embeddings import Embedder
 from lomo.ids import new_id
 from lomo.llm.types import ModelProvider, ModelRequest, ModelResponse
 from lomo.routing.models import RoutingRecord
@@ -32,6 +35,25 @@ class CountingProvider:
         resp = await self.inner.complete(request)
         self.input_tokens.append(resp.usage.input_tokens)
         return resp
+
+
+class MemoEmbedder:
+    """The same embedder, remembering vectors of texts it has seen: every case seeds the
+    same worlds, so the eval embeds each distinct text once (same vectors, less CPU)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.dim = inner.dim
+        self.name = inner.name
+        self.memo: dict[str, list[float]] = {}
+        self.lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with self.lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
+            if todo:
+                self.memo.update(zip(todo, self.inner.embed(todo), strict=True))
+            return [self.memo[t] for t in texts]
 
 
 @dataclass

@@ -3,6 +3,7 @@ embeddings, embedded vector index, offline stand-in router), accuracy per catego
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,7 +19,16 @@ from lomo.routing.deterministic import resolve_target
 from lomo.settings import Settings
 from lomo.vectors.edge import EdgeVectorIndex
 from tests.routing_eval.cases import CASES, THRESHOLDS, WORLDS, Case
-from tests.routing_eval.support import NOW, CountingProvider, World, add_message, route, seed_world
+from tests.routing_eval.support import (
+    NOW,
+    CountingProvider,
+    MemoEmbedder,
+    World,
+    add_message,
+    model_calls,
+    route,
+    seed_world,
+)
 
 
 def test_the_set_is_big_and_bilingual() -> None:
@@ -29,11 +39,8 @@ def test_the_set_is_big_and_bilingual() -> None:
     assert len(german) >= 20, len(german)
 
 
-async def _run_case(
-    db: Database, acts: RoutingActivities, counter: CountingProvider, case: Case
-) -> tuple[bool, str]:
+async def _run_case(db: Database, acts: RoutingActivities, case: Case) -> tuple[bool, str]:
     world: World = await seed_world(db, WORLDS[case.world])
-    before = len(counter.requests)
     if case.via:
         async with db.session() as s:
             target = await resolve_target(
@@ -43,12 +50,13 @@ async def _run_case(
                 world.cards[case.target] if case.via == "card" else None,
                 world.objects[case.target] if case.via == "object" else None,
             )
-        task_id = target.task_id
+        task_id, calls = target.task_id, 0
         if target.restart and task_id:  # a finished task: the main thread starts it again
             msg_id = await add_message(db, world.user_id, case.text, task_id=task_id)
             task_id = (await route(acts, world.user_id, msg_id)).task_id
-        got = task_id == world.tasks[case.tasks[0]] and len(counter.requests) == before
-        return got, f"task={task_id} calls={len(counter.requests) - before}"
+            calls = await model_calls(db, msg_id)
+        got = task_id == world.tasks[case.tasks[0]] and calls == 0
+        return got, f"task={task_id} model calls={calls}"
     msg_id = await add_message(db, world.user_id, case.text)
     plan = await route(acts, world.user_id, msg_id)
     async with db.session() as s:
@@ -77,20 +85,28 @@ async def test_routing_eval(
         db,
         counter,
         settings,
-        embedder=get_embedder(Settings(embedder="usem")),
+        embedder=MemoEmbedder(get_embedder(Settings(embedder="usem"))),
         vectors=EdgeVectorIndex(tmp_path / "vectors"),
         clock=lambda: NOW,
     )
     results: dict[str, list[bool]] = defaultdict(list)
     misses: list[str] = []
+    # Each case is its own person (own index, own tasks), so cases run side by side.
+    gate = asyncio.Semaphore(8)
+
+    async def one(case: Case) -> tuple[bool, str]:
+        async with gate:
+            return await _run_case(db, acts, case)
+
     try:
-        for case in CASES:
-            ok, got = await _run_case(db, acts, counter, case)
-            results[case.category].append(ok)
-            if not ok:
-                misses.append(f"  MISS [{case.category}] {case.text!r}: got {got}")
+        outcomes = await asyncio.gather(*(one(c) for c in CASES))
     finally:
         await db.dispose()
+    for case, (ok, got) in zip(CASES, outcomes, strict=True):
+        results[case.category].append(ok)
+        if not ok:
+            misses.append(f"  MISS [{case.category}] {case.text!r}: got {got}")
+    assert counter.requests, "the router was never asked: the eval would prove nothing"
     lines = [f"routing eval ({db_url.split(':')[0]}), {len(CASES)} cases"]
     for cat, oks in results.items():
         lines.append(f"  {cat:12s} {sum(oks):3d}/{len(oks):3d} = {sum(oks) / len(oks):.2f}")
