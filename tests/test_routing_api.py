@@ -1,0 +1,188 @@
+"""Routing over real HTTP, a real worker and the real dev server (issue 4)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from temporalio.client import Client
+
+from lomo.auth import create_user
+from lomo.cards import create_card
+from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
+from lomo.ids import new_id
+from lomo.llm.offline import OfflineModel
+from lomo.routing.models import RoutingRecord
+from tests.helpers import eventually
+from tests.routing_eval.support import CountingProvider
+from tests.stack import Stack, running_stack
+
+
+def _route_calls(p: CountingProvider) -> int:
+    return sum(1 for r in p.requests if r.purpose == "route")
+
+
+async def _post(stack: Stack, **body: Any) -> Any:
+    return await stack.api.post("/v1/messages", json=body, headers=stack.auth)
+
+
+async def _message(stack: Stack, mid: str) -> dict[str, Any]:
+    r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    return data
+
+
+async def _routed(stack: Stack, mid: str) -> dict[str, Any]:
+    async def check() -> Any:
+        m = await _message(stack, mid)
+        return m if m["routing"]["status"] == "routed" else None
+
+    result: dict[str, Any] = await eventually(check, within=60)
+    return result
+
+
+async def _processed(stack: Stack, mid: str) -> dict[str, Any]:
+    async def check() -> Any:
+        m = await _message(stack, mid)
+        return m if m.get("processed") else None
+
+    result: dict[str, Any] = await eventually(check, within=60)
+    return result
+
+
+async def _seed_task(stack: Stack, goal: str, kind: str, status: str, age: timedelta) -> str:
+    when = datetime.now(UTC) - age
+    async with stack.db.session() as s:
+        task = Task(
+            id=new_id("tsk"),
+            user_id=stack.user_id,
+            kind=kind,
+            status=status,
+            goal=goal,
+            created_at=when,
+            updated_at=when,
+        )
+        s.add(task)
+    return task.id
+
+
+async def test_explicit_targets_cost_no_model_call_and_bad_targets_are_refused(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    provider = CountingProvider(OfflineModel())
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider
+    ) as stack:
+        r = await _post(stack, text="Create a series of brand posters for the summer festival")
+        assert r.status_code == 202, r.text
+        first = await _routed(stack, r.json()["message_id"])
+        assert first["routing"]["decision"] == "new"
+        task_id = first["routing"]["task_id"]
+        await _processed(stack, r.json()["message_id"])
+        async with stack.db.session() as s:
+            obj = WorkObject(id=new_id("obj"), user_id=stack.user_id, type="asset", name="B")
+            s.add(obj)
+            await s.flush()
+            s.add(TaskObject(task_id=task_id, object_id=obj.id))
+            card = await create_card(
+                s, user_id=stack.user_id, kind="select", title="Pick", task_id=task_id
+            )
+            orphan = await create_card(s, user_id=stack.user_id, kind="confirm", title="?")
+            other, _ = await create_user(s, "someone else")
+            theirs = WorkObject(id=new_id("obj"), user_id=other.id, type="asset", name="X")
+            gone = WorkObject(
+                id=new_id("obj"), user_id=stack.user_id, type="asset", name="old", deleted=True
+            )
+            s.add_all([theirs, gone])
+        route_calls = _route_calls(provider)
+        assert route_calls == 1
+
+        # Task id, card, object of exactly one task: straight to the task's inbox.
+        for target in ({"task_id": task_id}, {"card_id": card.id}, {"object_id": obj.id}):
+            r = await _post(stack, text="a bit warmer", **target)
+            assert r.status_code == 202, r.text
+            assert r.json()["routing"] == {
+                "status": "routed",
+                "deterministic": True,
+                "decision": "existing",
+                "task_id": task_id,
+            }
+            done = await _processed(stack, r.json()["message_id"])
+            assert done["processed"]["task_id"] == task_id
+        assert _route_calls(provider) == route_calls  # not one routing call for the three
+
+        # Checks before delivery: a clear answer, never a silent drop.
+        r = await _post(stack, text="x", object_id=theirs.id)
+        assert r.status_code == 404 and r.json()["error"] == "not_found"
+        r = await _post(stack, text="x", object_id=gone.id)
+        assert r.status_code == 409 and "deleted" in r.json()["detail"]
+        r = await _post(stack, text="x", card_id=orphan.id)
+        assert r.status_code == 400 and "belongs to no task" in r.json()["detail"]
+        for status in ("archived", "stopped"):
+            async with stack.db.session() as s:
+                t = await s.get(Task, task_id)
+                assert t is not None
+                t.status = status
+            r = await _post(stack, text="x", task_id=task_id)
+            assert r.status_code == 409, r.text
+            assert r.json()["task_status"] == status
+            assert status in r.json()["detail"]
+        async with stack.db.session() as s:
+            refused = await s.scalar(select(MessageRow).where(MessageRow.text == "x"))
+        assert refused is None  # a refused message leaves nothing half-routed
+        assert _route_calls(provider) == route_calls
+
+
+async def test_clarify_card_routes_the_message_to_the_chosen_task(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    provider = CountingProvider(OfflineModel())
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider
+    ) as stack:
+        lighthouse = await _seed_task(
+            stack,
+            "Generate an image of a lighthouse",
+            "lightweight",
+            "completed",
+            timedelta(minutes=3),
+        )
+        fox = await _seed_task(
+            stack, "Generate an image of a fox", "lightweight", "completed", timedelta(minutes=5)
+        )
+        r = await _post(stack, text="Make that blue")
+        mid = r.json()["message_id"]
+        asked = await _routed(stack, mid)
+        assert asked["routing"]["decision"] == "clarify"
+        assert "task_id" not in asked["routing"]
+        cards = (await stack.api.get("/v1/cards?status=open", headers=stack.auth)).json()["cards"]
+        card = next(c for c in cards if c["kind"] == "clarify")
+        assert {o["id"] for o in card["options"]} == {lighthouse, fox, "new"}
+        assert card["task_id"] is None
+        calls = _route_calls(provider)
+
+        r = await stack.api.post(
+            f"/v1/cards/{card['card_id']}/actions",
+            json={"action": "select", "option_id": fox},
+            headers=stack.auth,
+        )
+        assert r.status_code == 200, r.text
+
+        async def rerouted() -> Any:
+            m = await _message(stack, mid)
+            return m if m["routing"].get("task_id") else None
+
+        m = await eventually(rerouted, within=60)
+        assert m["routing"]["decision"] == "existing" and m["routing"]["task_id"] == fox
+        # The chosen (completed) lightweight task was started again in place and read it.
+        done = await _processed(stack, mid)
+        assert done["processed"]["task_id"] == fox
+        assert _route_calls(provider) == calls  # the person's choice needs no model
+        async with stack.db.session() as s:
+            n = await s.scalar(
+                select(RoutingRecord.model_calls).where(RoutingRecord.key == card["card_id"])
+            )
+        assert n == 0
