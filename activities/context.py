@@ -108,9 +108,11 @@ async def build_context(
             conversation.append(Message(role=role, content=list(blocks)))  # type: ignore[arg-type]
 
     if summary_lines:
-        add(
-            "user", [TextBlock(text="[runtime] earlier in this task:\n" + "\n".join(summary_lines))]
-        )
+        # The request that started the task stays verbatim (article §6.4: the task always
+        # in view); the steps after it shrink to one line each.
+        opening = "\n".join(m.text for m in _seen_in(msgs, older[0].turn, older[0].step))
+        earlier = "[runtime] earlier in this task:\n" + "\n".join(summary_lines[1:])
+        add("user", [TextBlock(text=opening or summary_lines[0]), TextBlock(text=earlier)])
     for s in recent:
         for m in _seen_in(msgs, s.turn, s.step):
             add("user", [TextBlock(text=m.text)])
