@@ -4,6 +4,7 @@ storyboard, retried calls applied once, deletion by card only."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -240,3 +241,23 @@ async def test_deletion_only_by_confirmed_card_then_references_answer_deleted(en
         env.ctx(), {"object_id": oid, "edits": [{"old": "a", "new": "b"}]}
     )
     assert edit.status == "error" and edit.result["deleted"] is True
+
+
+async def test_two_attempts_of_one_call_racing_write_at_most_once(env: Env) -> None:
+    """Attempts of one call running at once (a stale activity attempt and its retry: fault
+    injection): exactly one writes; the others wait for the object's lock, find the call's
+    version and answer with it, never with a refusal of the change that landed."""
+    oid = await _create(env, "document", "d", {"text": "alpha beta gamma"})
+    ctx = env.ctx()
+    args = {"object_id": oid, "edits": [{"old": "beta", "new": "BETA"}]}
+    outcomes = await asyncio.gather(*(env.tools["edit_document"].run(ctx, args) for _ in range(4)))
+    assert [o.status for o in outcomes] == ["done"] * 4
+    assert {o.result["version"] for o in outcomes} == {2}
+    assert sum(1 for o in outcomes if o.made_progress) == 1  # one applied, three replayed
+    body = (await env.api.get(f"/v1/objects/{oid}", headers=env.auth)).json()
+    assert body["version"] == 2 and body["content"]["text"] == "alpha BETA gamma"
+    async with env.db.session() as s:
+        n = await s.scalar(
+            select(func.count()).select_from(ObjectVersion).where(ObjectVersion.object_id == oid)
+        )
+    assert n == 2

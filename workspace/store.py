@@ -241,21 +241,10 @@ async def _commit(
     task_id: str | None,
     blob: tuple[BlobStore, bytes, str] | None = None,
 ) -> Written:
-    if call_id:
-        done = await version_by_call(session, call_id)
-        if done is not None:  # this call already wrote: answer as then, apply nothing
-            if done.object_id != object_id:
-                raise InvalidInput(f"call {call_id} already wrote another object")
-            obj = await get_object(session, user_id, object_id)
-            return Written(
-                obj.id,
-                obj.type,
-                obj.name,
-                done.version,
-                done.version - 1,
-                done.summary,
-                replayed=True,
-            )
+    # Cheap check first: a retry after a committed write needs no lock at all.
+    replay = await _replay(session, user_id, object_id, call_id)
+    if replay is not None:
+        return replay
     claimed = await session.scalar(
         update(WorkObject)
         .where(
@@ -269,6 +258,15 @@ async def _commit(
     if claimed is None:
         await get_live(session, user_id, object_id)  # raises NotFound or Deleted
         raise NotFound(f"no object {object_id}")
+    # Again under the lock: a concurrent attempt of the same call may have committed while
+    # this one waited; then give the claim back and answer as it did (never a refusal of
+    # a change that did land).
+    replay = await _replay(session, user_id, object_id, call_id)
+    if replay is not None:
+        await session.execute(
+            update(WorkObject).where(WorkObject.id == object_id).values(version=claimed - 1)
+        )
+        return replay
     obj = await get_object(session, user_id, object_id)
     current = await session.get(ObjectVersion, (object_id, claimed - 1))
     assert current is not None
@@ -303,6 +301,23 @@ async def _commit(
         },
     )
     return Written(obj.id, obj.type, obj.name, claimed, current.version, summary, others)
+
+
+async def _replay(
+    session: AsyncSession, user_id: str, object_id: str, call_id: str | None
+) -> Written | None:
+    """The answer of this call's earlier write, if it made one (the same answer again)."""
+    if not call_id:
+        return None
+    done = await version_by_call(session, call_id)
+    if done is None:
+        return None
+    if done.object_id != object_id:
+        raise InvalidInput(f"call {call_id} already wrote another object")
+    obj = await get_object(session, user_id, object_id)
+    return Written(
+        obj.id, obj.type, obj.name, done.version, done.version - 1, done.summary, replayed=True
+    )
 
 
 async def _refusal_detail(
