@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import Task, TaskObject, WorkObject
@@ -106,6 +106,9 @@ class TaskIndex:
         refs = await self._object_refs(s, [t.id for t, _ in rows])
         texts = [entry_text(t.goal, t.summary, refs.get(t.id, [])) for t, _ in rows]
         vecs = await self.embed(texts) if self.vectors is not None else []
+        ids = [t.id for t, _ in rows]
+        await s.execute(delete(TaskIndexTerm).where(TaskIndexTerm.task_id.in_(ids)))
+        term_rows: list[dict[str, str]] = []
         for i, (task, entry) in enumerate(rows):
             task_refs = refs.get(task.id, [])
             terms = content_terms(texts[i])
@@ -120,10 +123,10 @@ class TaskIndex:
             entry.last_active_at = task.updated_at
             entry.refreshed_at = datetime.now(UTC)
             entry.vector_id = task.id if self.vectors is not None else None
-            await s.flush()
-            await s.execute(delete(TaskIndexTerm).where(TaskIndexTerm.task_id == task.id))
-            s.add_all(TaskIndexTerm(task_id=task.id, term=t, user_id=user_id) for t in terms)
-        await s.flush()
+            term_rows.extend({"task_id": task.id, "term": t, "user_id": user_id} for t in terms)
+        await s.flush()  # entries first: terms reference them
+        if term_rows:
+            await s.execute(insert(TaskIndexTerm), term_rows)
         if self.vectors is not None:
             await self._ensure()
             # Upserts are idempotent: a retry after a failed commit writes the same points.
