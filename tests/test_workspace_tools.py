@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from lomo.db.models import ObjectVersion, TaskObject, WorkObject
+from activities.toolkit import ToolCallContext
+from lomo.db.models import ObjectVersion, Task, TaskObject, WorkObject
+from lomo.ids import new_id
 from tests.test_workspace_occ import Env, workspace_env
 from workspace.notices import notices_for_context
 
@@ -261,3 +263,52 @@ async def test_two_attempts_of_one_call_racing_write_at_most_once(env: Env) -> N
             select(func.count()).select_from(ObjectVersion).where(ObjectVersion.object_id == oid)
         )
     assert n == 2
+
+
+async def test_large_objects_are_summarized_and_read_on_demand(env: Env) -> None:
+    nodes = {f"n{i:02d}": {"type": "image", "params": {"seed": i}, "inputs": []} for i in range(60)}
+    flow = await _create(env, "flow", "big flow", {"nodes": nodes})
+    read = await env.tools["read_object"].run(env.ctx(), {"object_id": flow})
+    assert "nodes" not in read.result and len(read.result["overview"]) == 60
+    part = await env.tools["read_object"].run(env.ctx(), {"object_id": flow, "nodes": ["n07"]})
+    assert part.result["nodes"] == {"n07": nodes["n07"]}
+    # The person retunes 9 nodes: the notice names a few and counts the rest.
+    changes = {f"n{i:02d}": {**nodes[f"n{i:02d}"], "params": {"seed": -i}} for i in range(1, 10)}
+    r = await env.api.patch(
+        f"/v1/objects/{flow}", json={"base_version": 1, "nodes": changes}, headers=env.auth
+    )
+    assert r.status_code == 200
+    [note] = await _notices(env)
+    assert note == (
+        f"big flow ({flow}) v1 → v2 (by the person): node(s) n01 (params.seed), n02 "
+        "(params.seed), n03 (params.seed), n04 (params.seed), n05 (params.seed) and 4 more "
+        "changed; re-read it before editing"
+    )
+    long_text = "".join(f"paragraph {i}\n" * 20 for i in range(200))  # ~60 kB
+    doc = await _create(env, "document", "script", {"text": long_text})
+    page = await env.tools["read_object"].run(env.ctx(), {"object_id": doc})
+    assert len(page.result["text"]) == 16_000
+    nxt = page.result["page"]["next_offset"]
+    page2 = await env.tools["read_object"].run(env.ctx(), {"object_id": doc, "offset": nxt})
+    assert page2.result["text"] == long_text[16_000:32_000]
+
+
+async def test_another_tasks_write_is_a_notice_naming_that_task(env: Env) -> None:
+    oid = await _create(env, "document", "brief", {"text": "tone: warm\n"})
+    await env.tools["read_object"].run(env.ctx(), {"object_id": oid})
+    async with env.db.session() as s:
+        other = Task(id=new_id("tsk"), user_id=env.user_id, kind="persistent")
+        s.add(other)
+    ctx = ToolCallContext(other.id, env.user_id, f"{other.id}:1:1:0", 1, 1, 0)
+    res = await env.tools["edit_document"].run(
+        ctx, {"object_id": oid, "edits": [{"old": "warm", "new": "cool"}]}
+    )
+    assert res.status == "done"
+    assert await _notices(env) == [
+        f"brief ({oid}) v1 → v2 (by task {other.id}): lines 1 changed (+1/-1 lines); "
+        "re-read it before editing"
+    ]
+    async with env.db.session() as s:  # the writing task itself has nothing new to hear
+        assert await notices_for_context(s, other.id) == []
+    body = (await env.api.get(f"/v1/objects/{oid}", headers=env.auth)).json()
+    assert sorted(body["task_ids"]) == sorted([env.task_id, other.id])  # shared, not copied
