@@ -101,6 +101,9 @@ async def test_abb10_refused_stale_write_then_reread_lands_as_v5_with_both_chang
     assert "walks toward the camera" in body["content"]["text"]  # the agent's change
     assert body["created_by"] == f"task:{env.task_id}:{ctx.call_id}"
     assert body["task_ids"] == [env.task_id]
+    async with env.db.session() as s:
+        link = await s.get(TaskObject, (env.task_id, oid))
+        assert link is not None and link.role == "artifact" and link.seen_version == 5
     assert await _notices(env) == []  # its own write is nothing new to the task
     hist = (await env.api.get(f"/v1/objects/{oid}/versions", headers=env.auth)).json()
     assert [v["version"] for v in hist["versions"]] == [1, 2, 3, 4, 5]  # every version kept
@@ -272,6 +275,9 @@ async def test_large_objects_are_summarized_and_read_on_demand(env: Env) -> None
     assert "nodes" not in read.result and len(read.result["overview"]) == 60
     part = await env.tools["read_object"].run(env.ctx(), {"object_id": flow, "nodes": ["n07"]})
     assert part.result["nodes"] == {"n07": nodes["n07"]}
+    async with env.db.session() as s:
+        link = await s.get(TaskObject, (env.task_id, flow))
+        assert link is not None and link.role == "reference"  # read, not made, by the task
     # The person retunes 9 nodes: the notice names a few and counts the rest.
     changes = {f"n{i:02d}": {**nodes[f"n{i:02d}"], "params": {"seed": -i}} for i in range(1, 10)}
     r = await env.api.patch(

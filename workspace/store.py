@@ -138,8 +138,9 @@ async def link_task(
     role: str = "reference",
     seen_version: int | None = None,
 ) -> TaskObject:
-    """Record that `task_id` references the object; with `seen_version`, that it has seen
-    that version. Safe under concurrent calls (parallel tool calls of one step): the row is
+    """Record that `task_id` references the object (role `reference`: it read it, or
+    `artifact`: it made a version of it); with `seen_version`, that it has seen that
+    version. Safe under concurrent calls (parallel tool calls of one step): the row is
     inserted once, and `seen_version` only moves forward (an older read never undoes a newer)."""
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     await session.execute(
@@ -147,6 +148,14 @@ async def link_task(
         .values(task_id=task_id, object_id=object_id, role=role, seen_version=0)
         .on_conflict_do_nothing()
     )
+    if role == "artifact":  # a task that wrote a version made (part of) this object
+        await session.execute(
+            update(TaskObject)
+            .where(TaskObject.task_id == task_id, TaskObject.object_id == object_id)
+            .where(TaskObject.role != "artifact")
+            .values(role="artifact")
+            .execution_options(synchronize_session=False)
+        )
     if seen_version is not None:
         await session.execute(
             update(TaskObject)
