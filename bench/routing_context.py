@@ -19,6 +19,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -68,7 +69,7 @@ def goal(i: int) -> str:
     return f"{SUBJECTS[i % len(SUBJECTS)]} ({PLACES[i // len(SUBJECTS) % len(PLACES)]} #{i})"
 
 
-async def run_size(n: int, embedder_name: str) -> dict[str, float]:
+async def run_size(n: int, embedder_name: Literal["usem", "fake"]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{tmp}/bench.db"
         upgrade(url)
@@ -85,7 +86,7 @@ async def run_size(n: int, embedder_name: str) -> dict[str, float]:
         )
         async with db.session() as s:
             user, _ = await create_user(s, "bench")
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": f"tsk_{i:08d}",
                 "user_id": user.id,
