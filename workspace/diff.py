@@ -21,7 +21,14 @@ _HEADING = re.compile(r"^\s*(#{1,6}\s*\S.*|[^\W\d_]+\s+\d+\s*[:.)\-–].*|[^\W\d
 
 def summarize_change(type_: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     if type_ == "document":
-        return document_change(str(old.get("text", "")), str(new.get("text", "")))
+        text = document_change(str(old.get("text", "")), str(new.get("text", "")))
+        fields = sorted(
+            k for k in old.keys() | new.keys() if k != "text" and old.get(k) != new.get(k)
+        )
+        if fields:
+            extra = f"field(s) {_names(fields)} changed"
+            return extra if text == "no change" else f"{text}; {extra}"
+        return text
     if type_ == "flow":
         return flow_change(old.get("nodes") or {}, new.get("nodes") or {})
     if old == new:

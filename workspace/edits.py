@@ -22,10 +22,10 @@ Node = dict[str, Any]
 def validate_content(type_: str, content: Mapping[str, Any]) -> dict[str, Any]:
     """The canonical content of an object of `type_`; InvalidInput if it is malformed."""
     if type_ == "document":
-        text = content.get("text")
-        if not isinstance(text, str):
-            raise InvalidInput('a document needs {"text": "..."}')
-        return {**content, "text": text}
+        # {"text": "..."} plus any metadata; a document without text is an empty one.
+        if not isinstance(content.get("text", ""), str):
+            raise InvalidInput('a document\'s "text" must be a string')
+        return dict(content)
     if type_ == "flow":
         nodes = content.get("nodes")
         if not isinstance(nodes, dict):

@@ -418,7 +418,7 @@ async def edit_document(
         if base_version is not None and current != base_version:
             stale.append(current)
             raise VersionConflict("stale")
-        return {**old, "text": apply_snippet_edits(old["text"], edits)}, []
+        return {**old, "text": apply_snippet_edits(str(old.get("text", "")), edits)}, []
 
     try:
         return await _commit(session, user_id, object_id, compute, created_by, call_id, task_id)
