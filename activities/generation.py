@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from lomo.cards import confirmed, create_card
-from lomo.catalogue import ModelSpec, validate_request
+from lomo.catalogue import CATALOGUE, ModelSpec, validate_request
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
@@ -53,36 +53,46 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-GENERATION_SPECS = {
-    "image": ToolSpec(
-        name="generate_image",
-        description="Generate one image. Returns an order; the result arrives later.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "model": {"type": "string"},
-                "width": {"type": "integer"},
-                "height": {"type": "integer"},
-            },
-            "required": ["prompt"],
-        },
-    ),
-    "video": ToolSpec(
-        name="generate_video",
-        description="Generate a short video, optionally animating a reference image asset.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "model": {"type": "string"},
-                "duration_s": {"type": "number"},
-                "reference_object_id": {"type": "string"},
-            },
-            "required": ["prompt"],
-        },
-    ),
+_EXTRA_PROPS: dict[str, dict[str, Any]] = {
+    "image": {
+        "width": {"type": "integer"},
+        "height": {"type": "integer"},
+        "reference_object_id": {"type": "string"},
+    },
+    "video": {"duration_s": {"type": "number"}, "reference_object_id": {"type": "string"}},
+    "audio": {"duration_s": {"type": "number"}},
+    "3d": {"reference_object_id": {"type": "string"}},
 }
+_WHAT = {
+    "image": "one image",
+    "video": "a short video, optionally animating a reference image asset",
+    "audio": "a short audio clip",
+    "3d": "one 3D model, optionally from a reference image asset",
+}
+
+
+def _spec(kind: str) -> ToolSpec:
+    """The model sees the catalogue in the tool itself: models, constraints, prices, so it
+    cannot plan a step the platform cannot do and knows what a call costs."""
+    models = [m for m in CATALOGUE.values() if m.kind == kind]
+    return ToolSpec(
+        name=f"generate_{kind}",
+        description=f"Generate {_WHAT[kind]} (paid). Returns an order; the result arrives "
+        "later. Over the person's thresholds it returns needs_confirmation and waits for "
+        "their answer. Models: " + " | ".join(m.describe() for m in models),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "prompt": {"type": "string"},
+                "model": {"type": "string", "enum": [m.name for m in models]},
+                **_EXTRA_PROPS[kind],
+            },
+            "required": ["prompt"],
+        },
+    )
+
+
+GENERATION_SPECS = {kind: _spec(kind) for kind in _WHAT}
 
 
 class GenerateTool(Tool):
@@ -255,7 +265,7 @@ class RequestBudgetTool(Tool):
 
 
 def generation_tools(deps: ToolDeps) -> list[Tool]:
-    return [GenerateTool(deps, "image"), GenerateTool(deps, "video"), RequestBudgetTool(deps)]
+    return [*(GenerateTool(deps, kind) for kind in GENERATION_SPECS), RequestBudgetTool(deps)]
 
 
 class GenerationActivities:

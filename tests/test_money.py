@@ -399,3 +399,31 @@ async def test_daily_free_limit_and_insufficient_balance(
             assert await m.settled(str(o)) == "succeeded"
         assert await m.account() == (2, 0, 8, 10)
         assert len(await m.jobs()) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "price"),
+    [
+        ("video", {"duration_s": 5}, 40),
+        ("audio", {"duration_s": 3}, 5),
+        ("3d", {}, 25),
+    ],
+)
+async def test_every_kind_is_quoted_from_the_catalogue(
+    money: Money, kind: str, args: dict[str, Any], price: int
+) -> None:
+    tool = GenerateTool(money.deps(), kind)
+    assert tool.name == f"generate_{kind}" and "EUR" in tool.spec.description
+    res = await tool.run(money.ctx(), {"prompt": "a cat", **args})
+    assert res.status == "done" and res.order_id, res
+    assert await money.settled(res.order_id) == "succeeded"
+    assert await money.entries() == [("deposit", 2000), ("reserve", price), ("settle", price)]
+    refused = await GenerateTool(money.deps(), "audio").run(
+        money.ctx(), {"prompt": "x", "reference_object_id": "obj_x"}
+    )
+    assert refused.status == "error" and "takes no reference image" in refused.result["error"]
+    too_long = await GenerateTool(money.deps(), "video").run(
+        money.ctx(), {"prompt": "x", "duration_s": 60}
+    )
+    assert too_long.status == "error" and "2-10 s" in too_long.result["error"]
+    assert len(await money.jobs()) == 1
