@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from temporalio.client import Client
 
 from lomo.auth import create_user
@@ -186,3 +186,65 @@ async def test_clarify_card_routes_the_message_to_the_chosen_task(
                 select(RoutingRecord.model_calls).where(RoutingRecord.key == card["card_id"])
             )
         assert n == 0
+
+
+async def test_article_scenario_routing_over_http(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """Article §2.3: posters started, a cat video in between, a selection on the poster card,
+    and days later "the posters from last time a bit warmer" lands in the poster task with
+    no duplicate. The poster card here is made directly (the poster checklist that would
+    raise it is the runtime's); time passing is the tasks' activity moved back three days."""
+    provider = CountingProvider(OfflineModel())
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider
+    ) as stack:
+        r = await _post(stack, text="Create a series of brand posters for the summer festival")
+        posters = await _routed(stack, r.json()["message_id"])
+        assert posters["routing"]["decision"] == "new"
+        poster_task = posters["routing"]["task_id"]
+        await _processed(stack, r.json()["message_id"])
+
+        r = await _post(stack, text="Make a five-second video of a cat playing")
+        video = await _routed(stack, r.json()["message_id"])
+        assert video["routing"]["decision"] == "lightweight"
+        assert video["routing"]["task_id"] != poster_task
+
+        async with stack.db.session() as s:
+            card = await create_card(
+                s,
+                user_id=stack.user_id,
+                kind="select",
+                title="Which draft?",
+                options=[{"id": "a", "label": "Draft A"}, {"id": "b", "label": "Draft B"}],
+                task_id=poster_task,
+            )
+        r = await stack.api.post(
+            f"/v1/cards/{card.id}/actions",
+            json={"action": "select", "option_id": "b"},
+            headers=stack.auth,
+        )
+        assert r.status_code == 200, r.text
+
+        async def video_done() -> Any:
+            t = (
+                await stack.api.get(f"/v1/tasks/{video['routing']['task_id']}", headers=stack.auth)
+            ).json()
+            return t["status"] in ("completed", "failed")
+
+        await eventually(video_done, within=60)
+        async with stack.db.session() as s:  # "a few days later"
+            for t in await s.scalars(select(Task).where(Task.user_id == stack.user_id)):
+                t.updated_at = t.updated_at - timedelta(days=3)
+            before = await s.scalar(select(func.count()).where(Task.user_id == stack.user_id))
+
+        r = await _post(stack, text="the posters from last time a bit warmer")
+        mid = r.json()["message_id"]
+        later = await _routed(stack, mid)
+        assert later["routing"]["decision"] == "existing"
+        assert later["routing"]["task_id"] == poster_task
+        done = await _processed(stack, mid)
+        assert done["processed"]["task_id"] == poster_task
+        async with stack.db.session() as s:
+            after = await s.scalar(select(func.count()).where(Task.user_id == stack.user_id))
+        assert after == before  # no duplicate task

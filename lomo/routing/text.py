@@ -22,7 +22,7 @@ STOPWORDS = frozenset(
     es sie er wir ihr ich mir mich uns du dir dein deine mein meine unser unsere euer
     letzte letzten letztes neulich gestern vorhin wieder gleiche andere neue neuen neues
     auch nur so aber nicht kein keine ja nein danke hallo hi welche welcher was wie wo wer
-    warum wann doch schon gerne gern bei nach über unter
+    warum wann doch schon gerne gern bei nach über unter fürs ins beim ums vors übers
     """.split()
 )
 
