@@ -4,9 +4,11 @@ drafts without further questions and asks again when a step would exceed the bud
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
@@ -15,7 +17,7 @@ from lomo.db.models import Card, GenerationOrder
 from lomo.llm.scripted import ScriptedProvider
 from lomo.llm.types import ModelResponse, ToolUseBlock, Usage
 from lomo.money.ledger import ledger_problems
-from lomo.money.models import Approval
+from lomo.money.models import Approval, LedgerEntry
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text
 from tests.stack import running_stack
@@ -124,3 +126,66 @@ async def test_poster_plan_budget_end_to_end(
         tb = (await st.api.get(f"/v1/tasks/{task_id}/budget", headers=st.auth)).json()
         assert tb["plan_budget"] == {"approved": 12, "used": 12}
         assert provider.remaining == 0
+
+
+@pytest.mark.parametrize(
+    ("fail_rate", "final", "entry"), [(0.0, "succeeded", "settle"), (1.0, "failed", "refund")]
+)
+async def test_a_stopped_task_still_settles_its_job_once_and_is_not_woken(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    fail_rate: float,
+    final: str,
+    entry: str,
+) -> None:
+    provider = ScriptedProvider(
+        [_tools(("generate_image", {"prompt": "poster"})), text("Generating.")]
+    )
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        # ~4 s job, with duplicated callbacks on top.
+        await st.sim.post(
+            "/sim/faults",
+            json={"latency_scale": 40, "fail_rate": fail_rate, "duplicate_callbacks": 3},
+        )
+        task_id, handle = await start_task(
+            temporal_client,
+            st.db,
+            task_queue,
+            st.user_id,
+            "a poster",
+            kind="persistent",
+            generation_wait_seconds=1,
+        )
+        await eventually(lambda: _status(st, task_id, "waiting_generation"), within=60)
+        assert (await st.api.post(f"/v1/tasks/{task_id}/stop", headers=st.auth)).status_code == 200
+
+        async def ended() -> GenerationOrder | None:
+            async with st.db.session() as s:
+                o = await s.scalar(select(GenerationOrder))
+                done = o is not None and o.status == final
+                return o if done and (o.object_id or final == "failed") else None
+
+        order = await eventually(ended, within=60)
+        assert await handle.result() == "stopped"
+        await asyncio.sleep(1.0)  # late duplicates land; nothing may change any more
+        async with st.db.session() as s:
+            assert await ledger_problems(s, st.user_id) == []
+            kinds = list(
+                await s.scalars(
+                    select(LedgerEntry.kind)
+                    .where(LedgerEntry.user_id == st.user_id)
+                    .order_by(LedgerEntry.id)
+                )
+            )
+        assert kinds == ["deposit", "reserve", entry]
+        assert len(provider.requests) == 2  # the stopped task was not woken
+        assert len((await st.sim.get("/jobs")).json()["jobs"]) == 1
+        t = (await st.api.get(f"/v1/tasks/{task_id}", headers=st.auth)).json()
+        assert t["status"] == "stopped"
+        if final == "succeeded":
+            assert t["artifacts"] == [order.object_id]  # the asset is kept
