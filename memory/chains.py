@@ -196,6 +196,7 @@ async def apply_candidate(
         await s.flush()
         v = await _new_version(s, memory, cand.content, cand.value, "ORIGIN", now)
         await link(s, user_id, "evidence", evidence.id, "version", v.id, "ORIGIN")
+        await _derive_from_related(s, cand, v, [])
         touched.version_ids.add(v.id)
         return Applied("ORIGIN", memory_id=memory.id, version_id=v.id)
     old = await current_version(s, memory)
@@ -223,8 +224,35 @@ async def apply_candidate(
     if relation == "REFINE":
         # The refined content merges the old one: forgetting the old must reach the new.
         await link(s, user_id, "version", old.id, "version", v.id, "DERIVED")
+    if relation != "CORRECT":  # a correction is the person's own words, derived from nothing
+        await _derive_from_related(s, cand, v, [old])
     touched.version_ids.update({old.id, v.id})
     return Applied(relation, memory_id=memory.id, version_id=v.id)
+
+
+async def _derive_from_related(
+    s: AsyncSession, cand: Candidate, v: MemoryVersion, also: list[MemoryVersion]
+) -> None:
+    """Content the model built can carry words of another version about the same subject and
+    attribute (another scope, another kind, the value it replaced): link those as sources,
+    so forgetting them reaches this version too. Over-linking only ever forgets more."""
+    related = list(
+        await s.scalars(
+            select(MemoryVersion)
+            .join(Memory, Memory.id == MemoryVersion.memory_id)
+            .where(
+                Memory.user_id == v.user_id,
+                Memory.subject == cand.subject,
+                Memory.attribute == cand.attribute,
+                MemoryVersion.status == "active",
+                MemoryVersion.id != v.id,
+            )
+        )
+    )
+    words = tokens(cand.value) | tokens(cand.content)
+    for other in [*related, *also]:
+        if tokens(other.value) & words:
+            await link(s, v.user_id, "version", other.id, "version", v.id, "DERIVED")
 
 
 async def rebuild_summary(s: AsyncSession, user_id: str, task_id: str, now: datetime) -> None:

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 from sqlalchemy import select
@@ -167,6 +167,14 @@ async def _check(env: Env, dependents: set[str], forgotten: set[str]) -> None:
     forget_sets=st.lists(
         st.lists(st.integers(0, 7), min_size=1, max_size=3), min_size=1, max_size=2
     ),
+)
+@example(  # a refinement the model based on a memory of another scope (found by hypothesis)
+    ops=[
+        ("new", "a1", None, "stated", "profile"),
+        ("refine", "a1", "tsk_1", "stated", "project"),
+        ("confirm", "a1", None, "stated", "task"),
+    ],
+    forget_sets=[[0]],
 )
 def test_nothing_derived_from_forgotten_evidence_stays(
     ops: list[Any], forget_sets: list[list[int]]
