@@ -183,7 +183,8 @@ class RoutingActivities:
         )
         restart = task.status in (*RESTARTABLE, *CLOSED)
         if promote:
-            task.kind = "persistent"
+            task.kind = "persistent"  # now in the task list; the workflow hears `promote`
+            await append_event(s, msg.user_id, "task.promoted", {"task_id": task.id})
         if restart:
             task.status = "running"
         task.updated_at = self.clock()  # the task is the most recently active one again
