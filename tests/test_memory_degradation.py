@@ -1,0 +1,133 @@
+"""A slow or failing memory service never fails a step: retrieval is bounded by
+`memory_timeout_seconds`, never raises, and says why memory is missing (article §7.4)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from activities.toolkit import ToolDeps
+from lomo.db.engine import Database
+from lomo.vectors import VectorHit, VectorIndex, VectorPoint
+from lomo.vectors.base import VectorFilter
+from memory.context import memory_for_context
+from memory.services import MemoryServices, install_services
+from tests.memory_support import Env, make_env
+
+TIMEOUT = 0.3
+
+
+class BrokenIndex(VectorIndex):
+    """A vector index that is down (raises) or hangs (never answers)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.calls = 0
+
+    async def _fail(self) -> None:
+        self.calls += 1
+        if self.mode == "hang":
+            await asyncio.sleep(3600)
+        raise ConnectionError("qdrant unreachable")
+
+    async def ensure_collection(
+        self, name: str, dim: int, keyword_fields: Sequence[str] = ()
+    ) -> None:
+        await self._fail()
+
+    async def upsert(self, name: str, points: Sequence[VectorPoint]) -> None:
+        await self._fail()
+
+    async def search(
+        self,
+        name: str,
+        vector: Sequence[float],
+        limit: int,
+        filter: VectorFilter | None = None,
+        exact: bool = False,
+    ) -> list[VectorHit]:
+        await self._fail()
+        return []
+
+    async def delete(self, name: str, ids: Sequence[str]) -> None:
+        await self._fail()
+
+    async def delete_where(self, name: str, filter: VectorFilter) -> None:
+        await self._fail()
+
+    async def count(self, name: str, filter: VectorFilter | None = None) -> int:
+        await self._fail()
+        return 0
+
+
+class SlowDatabase(Database):
+    """Every session start waits `delay` seconds first (a DB under lock or overload)."""
+
+    def __init__(self, url: str, delay: float) -> None:
+        super().__init__(url)
+        self.delay = delay
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        await asyncio.sleep(self.delay)
+        async with super().session() as s:
+            yield s
+
+
+@pytest.fixture
+async def env(db: Database, tmp_path: Path) -> AsyncIterator[Env]:
+    e = await make_env(db, tmp_path)
+    await e.say("Our brand's main colour is blue.")  # a profile exists to be served
+    e.deps.settings.memory_timeout_seconds = TIMEOUT
+    yield e
+    await e.services.index.close()
+    await e.deps.http.aclose()
+
+
+def _break(env: Env, mode: str) -> BrokenIndex:
+    broken = BrokenIndex(mode)
+    install_services(env.settings, MemoryServices(broken, env.services.embedder))
+    return broken
+
+
+@pytest.mark.parametrize("mode", ["raise", "hang"])
+async def test_vector_index_down_gives_profile_only(env: Env, mode: str) -> None:
+    broken = _break(env, mode)
+    start = time.monotonic()
+    ctx = await memory_for_context(env.deps, env.user_id, "tsk_1", "brand colours")
+    elapsed = time.monotonic() - start
+    assert broken.calls == 1
+    assert elapsed < TIMEOUT + 0.5  # bounded, not the hang's hour
+    assert ctx.items == [] and ctx.profile_version == 1 and "blue" in ctx.profile_text
+    expected = "timed out" if mode == "hang" else "unavailable (ConnectionError)"
+    assert ctx.degraded is not None and expected in ctx.degraded
+
+
+async def test_slow_database_gives_no_memory_within_the_bound(env: Env, db_url: str) -> None:
+    slow = SlowDatabase(db_url, delay=30.0)
+    deps = ToolDeps(slow, env.deps.http, env.deps.assets, env.settings)
+    start = time.monotonic()
+    ctx = await memory_for_context(deps, env.user_id, "tsk_1", "brand colours")
+    assert time.monotonic() - start < TIMEOUT + 0.5
+    assert ctx.degraded is not None and "timed out" in ctx.degraded
+    assert (ctx.profile_version, ctx.profile_text, ctx.items) == (0, "", [])
+    await slow.dispose()
+
+
+async def test_database_gone_gives_no_memory(env: Env, tmp_path: Path) -> None:
+    gone = Database(f"sqlite+aiosqlite:///{tmp_path}/missing/dir/x.db")
+    deps = ToolDeps(gone, env.deps.http, env.deps.assets, env.settings)
+    ctx = await memory_for_context(deps, env.user_id, "tsk_1", "brand")
+    assert ctx.degraded is not None and "unavailable" in ctx.degraded
+    await gone.dispose()
+
+
+async def test_healthy_service_is_not_degraded(env: Env) -> None:
+    ctx = await memory_for_context(env.deps, env.user_id, "tsk_1", "brand colours")
+    assert ctx.degraded is None and ctx.profile_version == 1
