@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ CREAM = "Blue with cream white feels softer overall."
 
 
 @pytest.fixture
-async def env(db: Database, tmp_path: Path) -> Env:
+async def env(db: Database, tmp_path: Path) -> AsyncIterator[Env]:
     e = await make_env(db, tmp_path)
     yield e
     await e.services.index.close()
