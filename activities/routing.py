@@ -114,6 +114,30 @@ class RoutingActivities:
             plan = await self._apply(s, msg, call, {c.task_id: c for c in cands})
             return await self._record(s, msg, plan, [c.task_id for c in cands], calls)
 
+    @activity.defn(name="route_failed")
+    async def route_failed(self, inp: RouteRequest) -> None:
+        """Routing gave up on an item (e.g. unusable router output): say so to the person
+        instead of dropping the message silently. Idempotent per item."""
+        async with self.db.session() as s:
+            if await s.get(RoutingRecord, inp.message_id) is not None:
+                return
+            card = await s.get(Card, inp.message_id) if inp.message_id.startswith("crd_") else None
+            msg_id = str(card.payload.get("message_id")) if card else inp.message_id
+            msg = await s.get(MessageRow, msg_id)
+            if msg is None or msg.user_id != inp.user_id:
+                return  # nothing of this person's to answer
+            de = detect_language(msg.text) == "de"
+            text = (
+                "Ich konnte diese Nachricht keiner Aufgabe zuordnen. Bitte noch einmal sagen "
+                "oder direkt in der Aufgabe schreiben."
+                if de
+                else "I could not tell where this message belongs. Please say it again, or "
+                "write in the task itself."
+            )
+            await append_event(s, inp.user_id, "task.reply", {"message_id": msg.id, "text": text})
+            plan = self._plan("answer", msg.id)
+            await self._record(s, msg, plan, [], 0, key=inp.message_id)
+
     # --- the model ---------------------------------------------------------------------
     async def _ask(self, req: ModelRequest) -> dict[str, Any]:
         resp = await self.provider.complete(req)
@@ -309,7 +333,7 @@ class RoutingActivities:
         return plan
 
     def all(self) -> list[Any]:
-        return [self.route_message]
+        return [self.route_message, self.route_failed]
 
 
 def _plan_dict(plan: RoutePlan) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ActivityError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -44,13 +44,25 @@ class MainThreadWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(MainThreadInput(inp.user_id, list(self.pending)))
             item_id = self.pending[0]
-            plan: RoutePlan = await workflow.execute_activity(
-                "route_message",
-                RouteRequest(inp.user_id, item_id),
-                result_type=RoutePlan,
-                start_to_close_timeout=timedelta(minutes=2),
-                retry_policy=RETRY,
-            )
+            try:
+                plan: RoutePlan = await workflow.execute_activity(
+                    "route_message",
+                    RouteRequest(inp.user_id, item_id),
+                    result_type=RoutePlan,
+                    start_to_close_timeout=timedelta(minutes=2),
+                    retry_policy=RETRY,
+                )
+            except ActivityError:
+                # Non-retryable (unusable router output, unknown item): one bad message must
+                # not end the person's main thread; they are told, the next item proceeds.
+                await workflow.execute_activity(
+                    "route_failed",
+                    RouteRequest(inp.user_id, item_id),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=RETRY,
+                )
+                self.pending.pop(0)
+                continue
             await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
             self.pending.pop(0)
 
