@@ -152,6 +152,7 @@ async def test_a_retried_call_applies_once(env: Env) -> None:
     first = await env.tools["create_document"].run(ctx, {"name": "notes", "text": "a b c"})
     retry = await env.tools["create_document"].run(ctx, {"name": "notes", "text": "a b c"})
     assert retry.result["object_id"] == first.result["object_id"]
+    assert retry.result["version"] == 1 and "already been applied" in retry.result["note"]
     oid = first.result["object_id"]
     edit = env.ctx()
     args = {"object_id": oid, "base_version": 1, "edits": [{"old": "b", "new": "B"}]}

@@ -191,11 +191,20 @@ class CreateObject(_WorkspaceTool):
         try:
             async with self.deps.db.session() as s:
                 done = await store.version_by_call(s, ctx.call_id)
-                existing = (
-                    await s.get(WorkObject, done.object_id)
-                    if done is not None
-                    else await _same_name(s, ctx.task_id, self.type, name)
-                )
+                if done is not None:  # this very call created it before a crash: same answer
+                    obj = await store.get_object(s, ctx.user_id, done.object_id)
+                    return ToolResult(
+                        "done",
+                        {
+                            "object_id": obj.id,
+                            "type": obj.type,
+                            "name": obj.name,
+                            "version": 1,
+                            "note": "this call had already been applied; nothing was applied twice",
+                        },
+                        artifacts=[obj.id],
+                    )
+                existing = await _same_name(s, ctx.task_id, self.type, name)
                 if existing is not None:
                     link = await store.link_task(s, ctx.task_id, existing.id)
                     return ToolResult(
