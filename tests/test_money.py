@@ -23,7 +23,7 @@ from activities.toolkit import ToolCallContext, ToolDeps, ToolResult
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
-from lomo.db.models import Card, GenerationOrder, MessageRow, Task, ToolCall
+from lomo.db.models import Card, Event, GenerationOrder, MessageRow, Task, ToolCall
 from lomo.ids import new_id
 from lomo.money.ledger import ledger_problems
 from lomo.money.models import Account, Approval, LedgerEntry, PlanBudget
@@ -183,6 +183,7 @@ async def test_free_call_reserves_submits_and_settles_exactly(money: Money) -> N
     assert await money.entries() == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
     assert len(await money.jobs()) == 1
     assert await money.count(GenerationOrder) == 1
+    assert await money.count(Event, Event.type == "budget.changed") == 3  # one per entry
     r = await money.api.get("/v1/budget", headers=money.auth)
     assert r.json() == {
         "currency": "EUR",

@@ -49,6 +49,11 @@ async def test_callback_faults_charge_once(money: Money, faults: dict[str, Any])
     assert await money.entries() == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
     assert await money.account() == (1996, 0, 4, 2000)
     assert await money.count(Event, Event.type == "generation.completed") == 1
+    progress = await money.count(Event, Event.type == "generation.progress")
+    if faults.get("duplicate_callbacks"):  # progress reaches the UI as events, no model here
+        assert progress == 3  # 0.25, 0.5, 0.75 once each despite 5 duplicates of each
+    if faults.get("out_of_order"):
+        assert progress == 0  # all held back until after the terminal event: stale, ignored
     async with money.db.session() as s:
         o = await s.get(GenerationOrder, res.order_id)
         assert o is not None and (o.status, o.progress) == ("succeeded", 1.0)
