@@ -8,7 +8,7 @@ import httpx
 
 from activities.checklist import checklist_tools
 from activities.generation import GenerationActivities, generation_tools
-from activities.memory import MemoryActivities
+from activities.memory import MemoryActivities, memory_tools
 from activities.probe_tools import probe_tools
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
@@ -27,6 +27,7 @@ def build_tools(deps: ToolDeps) -> dict[str, Tool]:
         *probe_tools(deps),
         *generation_tools(deps),
         *workspace_tools(deps),
+        *memory_tools(deps),
     ]
     return {t.name: t for t in tools}
 
