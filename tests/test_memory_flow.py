@@ -9,12 +9,14 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
 from activities.toolkit import ToolDeps
 from lomo.db.models import Event, MessageRow
 from lomo.errors import ModelError
 from lomo.ids import new_id
 from lomo.llm.types import ModelRequest, ModelResponse
+from lomo.worker import WORKFLOWS
 from memory.context import memory_for_context
 from memory.dispatch import request_extraction, workflow_id
 from memory.models import Evidence
@@ -110,6 +112,10 @@ async def test_article_example_end_to_end(
             ctx = await memory_for_context(deps, st.user_id, "tsk_later", "brand colours blue")
         seen = (ctx.profile_text + " ".join(ctx.items)).lower()
         assert ctx.degraded is None and "blue" not in seen and "cream" not in seen
+        r = await st.api.post(
+            f"/v1/memory/{m1['memory_id']}/correct", json={"content": "x"}, headers=st.auth
+        )
+        assert r.status_code == 409 and r.json()["error"] == "conflict"
 
         again = await _say(st, temporal_client, BLUE)  # the same words, a later message
         await eventually(lambda: _extracted(st, again))
@@ -145,6 +151,9 @@ async def test_article_example_end_to_end(
         assert r.status_code == 404 and r.json()["error"] == "not_found"
         r = await st.api.post("/v1/memory/forget", json={}, headers=st.auth)
         assert r.status_code == 400
+        # The person's MemoryWorkflow history replays against the current code.
+        handle = temporal_client.get_workflow_handle(workflow_id(st.user_id))
+        await Replayer(workflows=WORKFLOWS).replay_workflow(await handle.fetch_history())
     await close_services()
 
 

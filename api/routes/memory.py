@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from temporalio.client import WorkflowUpdateFailedError
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
 from lomo.errors import Conflict, InvalidInput, NotFound
@@ -82,6 +83,9 @@ async def correct(
             candidates=[],
         )
         s.add(ev)
-    out = await request_correction(temporal, settings, user.id, ev.id)
+    try:
+        out = await request_correction(temporal, settings, user.id, ev.id)
+    except WorkflowUpdateFailedError as e:  # e.g. forgotten meanwhile by an earlier job
+        raise Conflict(f"the correction was not applied: {e.cause}") from e
     async with db.session() as s:
         return JSONResponse(await views.history(s, user.id, out.memory_id))
