@@ -25,7 +25,7 @@ from lomo.errors import Conflict
 from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.helpers import ThreadServer
-from workspace import store
+from workspace import store, writes
 from workspace.tools import workspace_tools
 
 
@@ -90,7 +90,7 @@ async def test_racing_writers_on_one_base_exactly_one_wins(db: Database) -> None
     async def write(i: int) -> str:
         try:
             async with db.session() as s:
-                await store.write_object(s, user.id, obj.id, 1, {"text": f"w{i}"}, f"writer{i}")
+                await writes.write_object(s, user.id, obj.id, 1, {"text": f"w{i}"}, f"writer{i}")
             return "ok"
         except Conflict as e:
             assert e.code == "version_conflict" and e.extra["current_version"] >= 2
@@ -102,7 +102,7 @@ async def test_racing_writers_on_one_base_exactly_one_wins(db: Database) -> None
         o, v = await store.get_version(s, user.id, obj.id)
         assert o.version == 2 and v.content["text"].startswith("w")
         with pytest.raises(Conflict):
-            await store.write_object(s, user.id, obj.id, 1, {"text": "late"}, "user")
+            await writes.write_object(s, user.id, obj.id, 1, {"text": "late"}, "user")
         # A refused write leaves no trace: no version, no gap in the numbering.
         versions = list(await s.scalars(select(ObjectVersion.version)))
         assert sorted(versions) == [1, 2]

@@ -18,7 +18,7 @@ from lomo.db.models import TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.llm.types import ToolSpec
-from workspace import store
+from workspace import store, writes
 from workspace.cards import request_delete
 from workspace.edits import parse_edits
 from workspace.errors import Deleted
@@ -46,7 +46,7 @@ def _refused(e: Conflict | InvalidInput | NotFound) -> ToolResult:
     return error(f"{e.detail}.{hint}" if hint else e.detail, code=e.code, **e.extra)
 
 
-def _done(w: store.Written) -> ToolResult:
+def _done(w: writes.Written) -> ToolResult:
     out = w.view()
     if w.replayed:
         out["note"] = "this call had already been applied; nothing was applied twice"
@@ -303,7 +303,7 @@ class WriteObject(_WorkspaceTool):
                     if obj.type == "document"
                     else {"nodes": args.get("nodes")}
                 )
-                w = await store.write_object(
+                w = await writes.write_object(
                     s,
                     ctx.user_id,
                     oid,
@@ -344,7 +344,7 @@ class EditDocument(_WorkspaceTool):
         try:
             edits = parse_edits(args.get("edits") or [])
             async with self.deps.db.session() as s:
-                w = await store.edit_document(
+                w = await writes.edit_document(
                     s,
                     ctx.user_id,
                     str(args.get("object_id", "")),
@@ -375,7 +375,7 @@ class EditFlow(_WorkspaceTool):
             return error("nodes must be an object {node_id: node or null}")
         try:
             async with self.deps.db.session() as s:
-                w = await store.edit_flow(
+                w = await writes.edit_flow(
                     s,
                     ctx.user_id,
                     str(args.get("object_id", "")),

@@ -16,7 +16,7 @@ from api.deps import AssetsDep, DbDep, UserDep
 from lomo.db.models import ObjectVersion, WorkObject
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
-from workspace import store
+from workspace import store, writes
 from workspace.blobs import BlobStore
 from workspace.cards import request_delete
 from workspace.edits import parse_edits
@@ -150,7 +150,7 @@ async def put(
         if o.type == "asset":
             content, data, media_type = _asset_bytes(content)
             blob = (assets, data, media_type)
-        w = await store.write_object(
+        w = await writes.write_object(
             s, user.id, object_id, body.base_version, content, store.PERSON, blob=blob
         )
         return w.view()
@@ -162,13 +162,13 @@ async def patch(object_id: str, body: EditIn, user: UserDep, db: DbDep) -> dict[
         o = await store.get_live(s, user.id, object_id)
         if o.type == "document":
             edits = parse_edits(body.edits or [])
-            w = await store.edit_document(
+            w = await writes.edit_document(
                 s, user.id, object_id, edits, store.PERSON, body.base_version
             )
         elif o.type == "flow":
             if body.base_version is None or body.nodes is None:
                 raise InvalidInput("a flow edit needs base_version and nodes")
-            w = await store.edit_flow(
+            w = await writes.edit_flow(
                 s, user.id, object_id, body.base_version, body.nodes, store.PERSON
             )
         else:
