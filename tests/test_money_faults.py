@@ -5,6 +5,7 @@ fixture's teardown runs the ledger invariant check."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Event, GenerationOrder
 from lomo.money.models import LedgerEntry
 from lomo.money.orders import UNCLEAR_SUBMIT
+from lomo.signing import SIGNATURE_HEADER, sign
 from tests.helpers import eventually
 from tests.test_money import Money, money_env
 
@@ -164,3 +166,46 @@ async def test_the_same_call_from_two_workers_charges_once(money: Money) -> None
     assert await money.settled(str(a.order_id)) == "succeeded"
     assert len(await money.jobs()) == 1 and await money.count(GenerationOrder) == 1
     assert await money.entries() == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
+
+
+async def test_concurrent_duplicate_callbacks_complete_and_settle_once(money: Money) -> None:
+    """The simulator sends duplicates one after another; here ten terminal reports and
+    stale progress reports for one job arrive at the api at the same time."""
+    await money.sim.post("/sim/faults", json={"drop_callbacks": True})
+    res = await money.image(money.ctx())
+    assert res.order_id
+    job = (await eventually(lambda: _finished_jobs(money), within=20))[0]
+    key = res.order_id
+
+    def signed(ev: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+        body = json.dumps(ev).encode()
+        secret = money.settings.callback_secret.get_secret_value()
+        return body, {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body)}
+
+    final = {**job, "seq": 5, "event_id": "e-final"}
+    stale = [
+        {**job, "status": "running", "progress": p, "seq": i} for i, p in ((2, 0.25), (3, 0.5))
+    ]
+    reports = [final] * 10 + stale * 3
+    responses = await asyncio.gather(
+        *(
+            money.api.post("/v1/generation/callbacks", content=b, headers=h)
+            for b, h in map(signed, reports)
+        )
+    )
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    # Exactly one of the ten terminal reports changed the order (a stale report may still
+    # land first, depending on arrival; it can never land after the terminal one).
+    assert sum(r.json()["changed"] for r in responses[:10]) == 1
+    forged = await money.api.post(
+        "/v1/generation/callbacks",
+        content=json.dumps({**job, "status": "failed"}).encode(),
+        headers={"Content-Type": "application/json", SIGNATURE_HEADER: "0" * 64},
+    )
+    assert forged.status_code == 401
+    async with money.db.session() as s:
+        o = await s.get(GenerationOrder, key)
+        assert o is not None and (o.status, o.progress) == ("succeeded", 1.0)
+    assert await money.count(Event, Event.type == "generation.completed") == 1
+    assert await money.entries() == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
+    assert len(await money.jobs()) == 1

@@ -155,13 +155,18 @@ async def release_submit(s: AsyncSession, order_id: str) -> None:
 
 
 async def record_job_id(s: AsyncSession, order_id: str, job_id: str) -> None:
-    order = await s.get(GenerationOrder, order_id, with_for_update=True)
-    assert order is not None
-    if order.upstream_job_id is None:
-        order.upstream_job_id = job_id  # kept even on a failed order, for the audit
-    if ORDER_RANK[order.status] < ORDER_RANK["submitted"]:
-        order.status = "submitted"
-    order.updated_at = now()
+    """Conditional writes, not read-modify-write: an order failed meanwhile (an unclear
+    submit resolved by a poll) stays failed; the id is kept for the audit."""
+    await s.execute(
+        update(GenerationOrder)
+        .where(GenerationOrder.id == order_id, GenerationOrder.upstream_job_id.is_(None))
+        .values(upstream_job_id=job_id, updated_at=now())
+    )
+    await s.execute(
+        update(GenerationOrder)
+        .where(GenerationOrder.id == order_id, GenerationOrder.status == "created")
+        .values(status="submitted", updated_at=now())
+    )
 
 
 def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
@@ -221,6 +226,15 @@ async def record_job_state(
     """Apply a job report (callback or poll) and emit its event; returns (changed, became
     terminal). The terminal transition settles (succeeded) or refunds (failed) the order's
     reservation in the same transaction, exactly once. The caller holds the order's lock."""
+    # Write-lock the order row and re-read it: SELECT ... FOR UPDATE is a no-op on SQLite,
+    # where a concurrent report could otherwise act on a stale state (a second completion,
+    # or an older progress overwriting a newer one).
+    await session.execute(
+        update(GenerationOrder)
+        .where(GenerationOrder.id == order.id)
+        .values(updated_at=GenerationOrder.updated_at)
+    )
+    await session.refresh(order)
     was_terminal = order.status in TERMINAL_ORDER
     if was_terminal or status in TERMINAL_ORDER:
         # Lock order: account before the per-user event counter, as in place_order;
