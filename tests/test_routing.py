@@ -261,3 +261,18 @@ async def test_router_context_is_bounded_by_settings_not_by_index_size(
     block = counter.requests[0].messages[0].content[0].text  # type: ignore[union-attr]
     lines = [ln for ln in block.splitlines() if ln.startswith("- tsk_")]
     assert 3 <= len(lines) <= 3 + 2 + 2
+
+
+async def test_keyword_ties_go_to_the_most_recently_active_task(
+    db: Database, tmp_path: Path
+) -> None:
+    acts = _acts(db, tmp_path, OfflineModel())
+    seeds = [Seed(f"p{d}", f"Poster for client {d}", age=d * D) for d in (50, 10, 30, 20, 40)]
+    world = await seed_world(db, [*seeds, Seed("now", "Menu card", age=timedelta(hours=1))])
+    async with db.session() as s:
+        await acts.index.refresh(s, world.user_id)
+        cands = await acts.index.candidates(
+            s, world.user_id, "the poster", None, active_window=1, search_limit=1
+        )
+    keyword = [c.task_id for c in cands if "keyword" in c.sources]
+    assert keyword == [world.tasks["p10"]]

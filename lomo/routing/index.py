@@ -185,11 +185,14 @@ class TaskIndex:
         terms = content_terms(text)
         if terms:
             count = func.count().label("n")
+            # Among equally good matches the more recently active task wins: a common word
+            # ("poster") then still surfaces the person's latest poster work.
             rows = await s.execute(
                 select(TaskIndexTerm.task_id, count)
+                .join(TaskIndexEntry, TaskIndexEntry.task_id == TaskIndexTerm.task_id)
                 .where(TaskIndexTerm.user_id == user_id, TaskIndexTerm.term.in_(terms))
-                .group_by(TaskIndexTerm.task_id)
-                .order_by(count.desc(), TaskIndexTerm.task_id)
+                .group_by(TaskIndexTerm.task_id, TaskIndexEntry.last_active_at)
+                .order_by(count.desc(), TaskIndexEntry.last_active_at.desc())
                 .limit(search_limit)
             )
             hits = {tid: int(n) for tid, n in rows}
