@@ -9,13 +9,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from lomo.db.models import Task
 from lomo.errors import NotFound
 from lomo.money.ledger import lock_account
-from lomo.money.models import PlanBudget
+from lomo.money.models import Account, PlanBudget
 from lomo.money.policy import autonomy, budget_settings, daily_free_used, plan_used
 from lomo.settings import Settings
 
 
 async def budget_view(s: AsyncSession, user_id: str, settings: Settings) -> dict[str, Any]:
-    acc = await lock_account(s, user_id, settings.initial_credit_cents)
+    acc = await s.get(Account, user_id) or await lock_account(
+        s, user_id, settings.initial_credit_cents
+    )  # a read takes no lock unless the account must be created first
     bs = await budget_settings(s, user_id, settings)
     return {
         "currency": "EUR",
