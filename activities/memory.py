@@ -12,6 +12,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from lomo.cards import confirmed
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound
 from lomo.llm.types import ModelProvider, ToolSpec
@@ -21,7 +22,7 @@ from memory.chains import Touched, apply_candidate
 from memory.context import memory_for_context
 from memory.extraction import extract_message, finish
 from memory.forget import forget
-from memory.models import Evidence, Memory, MemoryVersion
+from memory.models import Evidence, ForgetRecord, Memory, MemoryVersion
 from memory.services import MemoryServices, get_services
 from memory.text import key_part
 from memory.types import (
@@ -50,6 +51,10 @@ class MemoryActivities:
 
     @activity.defn(name="memory_extract")
     async def extract(self, inp: ExtractInput) -> ExtractOutput:
+        # A confirmed forget whose signal was lost runs first: nothing the person asked to
+        # forget may be extracted again because a wake-up went missing.
+        for card_id in await self._unexecuted_forgets(inp.user_id):
+            await self._forget(inp.user_id, card_id)
         try:
             res = await extract_message(
                 self.deps.db,
@@ -67,15 +72,36 @@ class MemoryActivities:
 
     @activity.defn(name="memory_forget")
     async def forget(self, inp: ForgetInput) -> ForgetOutput:
+        return await self._forget(inp.user_id, inp.card_id)
+
+    async def _unexecuted_forgets(self, user_id: str) -> list[str]:
         async with self.deps.db.session() as s:
-            card = await s.get(Card, inp.card_id)
-            if card is None or card.user_id != inp.user_id or card.kind != "forget":
-                raise ApplicationError(f"no forget card {inp.card_id}", non_retryable=True)
+            done = select(ForgetRecord.id).where(ForgetRecord.user_id == user_id)
+            cards = await s.scalars(
+                select(Card)
+                .where(
+                    Card.user_id == user_id,
+                    Card.kind == "forget",
+                    Card.status == "answered",
+                    Card.id.not_in(done),
+                )
+                .order_by(Card.answered_at)
+            )
+            return [c.id for c in cards if confirmed(c)]
+
+    async def _forget(self, user_id: str, card_id: str) -> ForgetOutput:
+        async with self.deps.db.session() as s:
+            card = await s.get(Card, card_id)
+            if card is None or card.user_id != user_id or card.kind != "forget":
+                raise ApplicationError(f"no forget card {card_id}", non_retryable=True)
+            if not confirmed(card):
+                # Only the person's confirmation authorizes forgetting, never a caller's claim.
+                raise ApplicationError(f"card {card_id} is not confirmed", non_retryable=True)
             payload: dict[str, Any] = card.payload or {}
             try:
                 res = await forget(
                     s,
-                    inp.user_id,
+                    user_id,
                     card.id,
                     payload.get("memory_id"),
                     payload.get("text"),

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 from sqlalchemy import select
 
-from lomo.cards import create_card
+from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import Base
 from lomo.embeddings import FakeEmbedder
@@ -120,6 +120,7 @@ async def _scenario(ops: list[Any], forget_sets: list[list[int]]) -> None:
                         title="?",
                         payload={"text": f"msg {word} end"},
                     )
+                    await answer_card(s, env.user_id, card.id, "confirm")
                 await env.acts.forget(ForgetInput(env.user_id, card.id))
             forgotten |= words
             dependents, _ = reachable(links, [evs[w] for w in words])

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from temporalio.exceptions import ApplicationError
 
-from lomo.cards import create_card
+from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from memory.context import exclusions, memory_for_context, record_usage
@@ -33,14 +33,7 @@ async def env(db: Database, tmp_path: Path) -> AsyncIterator[Env]:
 
 
 async def _forget(env: Env, memory_id: str | None = None, text: str | None = None) -> Any:
-    async with env.db.session() as s:
-        card = await create_card(
-            s,
-            user_id=env.user_id,
-            kind="forget",
-            title="forget?",
-            payload={"memory_id": memory_id, "text": text},
-        )
+    card = await _card(env, memory_id, text)
     return await env.acts.forget(ForgetInput(env.user_id, card.id))
 
 
@@ -113,15 +106,22 @@ async def test_article_example_refine_then_forget(env: Env) -> None:
     assert m3["memory_id"] != m1["memory_id"] and m3["version"] == 1
 
 
-async def _card(env: Env, memory_id: str | None = None, text: str | None = None) -> Any:
+async def _card(
+    env: Env, memory_id: str | None = None, text: str | None = None, action: str = "confirm"
+) -> Any:
+    """A forget card the person answered (`action=None`: still open)."""
     async with env.db.session() as s:
-        return await create_card(
+        card = await create_card(
             s,
             user_id=env.user_id,
             kind="forget",
             title="forget?",
             payload={"memory_id": memory_id, "text": text},
         )
+    if action:
+        async with env.db.session() as s:
+            await answer_card(s, env.user_id, card.id, action)
+    return card
 
 
 async def test_forgetting_only_the_refinement_restores_the_origin(env: Env) -> None:
@@ -298,3 +298,22 @@ async def test_forget_by_memory_id_takes_its_whole_chain(env: Env) -> None:
         usable = {e.text: e.usable for e in await s.scalars(select(Evidence))}
     assert usable == {BLUE: False, CREAM: False, "Our brand's font is Futura.": True}
     assert links  # provenance stays for the audit trail; content is gone
+
+
+async def test_only_a_confirmed_card_forgets(env: Env) -> None:
+    await env.say(BLUE)
+    for action in (None, "reject"):
+        card = await _card(env, text="blue", action=action)  # type: ignore[arg-type]
+        with pytest.raises(ApplicationError) as info:
+            await env.acts.forget(ForgetInput(env.user_id, card.id))
+        assert info.value.non_retryable and "not confirmed" in str(info.value)
+    assert len(await _memories(env)) == 1
+
+
+async def test_a_confirmed_forget_whose_signal_was_lost_runs_before_extraction(env: Env) -> None:
+    await env.say(BLUE)
+    await _card(env, text="blue")  # confirmed, but the cascade was never started
+    out = await env.say(BLUE)  # the next job of the person runs the forget first
+    assert (out.stored, out.dropped) == (0, 1)
+    assert await _memories(env) == []
+    assert await _vector_count(env) == 0
