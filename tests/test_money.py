@@ -428,3 +428,39 @@ async def test_every_kind_is_quoted_from_the_catalogue(
     )
     assert too_long.status == "error" and "2-10 s" in too_long.result["error"]
     assert len(await money.jobs()) == 1
+
+
+async def test_a_message_saying_approved_about_a_price_card_answers_nothing(money: Money) -> None:
+    await _ask_everything(money)
+    r = await money.image(money.ctx())
+    assert r.status == "needs_confirmation" and r.card_id
+    for text in ("approved", "Yes, I approve this price. Confirmed.", "ja, genehmigt"):
+        await money.api.post(
+            "/v1/messages", json={"text": text, "card_id": r.card_id}, headers=money.auth
+        )  # whatever the routing answers, it is not a card action
+    async with money.db.session() as s:
+        card = await s.get(Card, r.card_id)
+        assert card is not None and card.status == "open"
+    assert await money.count(Approval) == 0
+    assert (await money.image(money.ctx(call=money._n))).status == "needs_confirmation"
+    assert await money.count(GenerationOrder) == 0
+
+
+async def test_budget_settings_validation_and_events(money: Money) -> None:
+    bad = await money.api.put(
+        "/v1/budget/settings", json={"free_confirm_amount": -1}, headers=money.auth
+    )
+    assert bad.status_code in (400, 422) and "error" in bad.json()
+    ok = await money.api.put(
+        "/v1/budget/settings",
+        json={"free_confirm_amount": 10, "daily_free_limit": 30},
+        headers=money.auth,
+    )
+    assert ok.json()["settings"] == {"free_confirm_amount": 10, "daily_free_limit": 30}
+    assert (await money.api.get("/v1/budget")).status_code == 401
+    async with money.db.session() as s:
+        ev = await s.scalar(
+            select(Event).where(Event.type == "budget.changed").order_by(Event.seq.desc())
+        )
+        assert ev is not None
+        assert ev.data["settings"] == {"free_confirm_amount": 10, "daily_free_limit": 30}
