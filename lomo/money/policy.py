@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Literal
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.errors import InvalidInput
@@ -188,9 +188,14 @@ async def approve_plan(
             card_id=card_id,
         )
     )
-    plan.approved_cents += amount
-    plan.updated_at = now()
     await s.flush()
+    # An atomic increment: two approvals at once never lose one (SQLite has no row lock).
+    await s.execute(
+        update(PlanBudget)
+        .where(PlanBudget.task_id == task_id)
+        .values(approved_cents=PlanBudget.approved_cents + amount, updated_at=now())
+    )
+    await s.refresh(plan)
     await append_event(
         s,
         user_id,
