@@ -125,6 +125,7 @@ class UpdateChecklist(Tool):
                 if u.get("note"):
                     item.note = str(u["note"])[:2000]
                 item.updated_at = stamp
+            base = max((i.position for i in items), default=-1) + 1
             for n, a in enumerate(adds):
                 # A replay of the same call must not add twice: ids derive from the call.
                 item_id = "chk_" + hashlib.sha256(f"{ctx.call_id}#{n}".encode()).hexdigest()[:24]
@@ -133,7 +134,7 @@ class UpdateChecklist(Tool):
                 item = ChecklistItem(
                     id=item_id,
                     task_id=ctx.task_id,
-                    position=len(items) + n,
+                    position=base + n,
                     title=str(a["title"])[:500],
                     requires_confirmation=bool(a.get("requires_confirmation")),
                     artifacts=[],

@@ -69,6 +69,7 @@ class ContextExtras:
 class BuiltContext:
     request: ModelRequest
     layers: list[dict[str, Any]]
+    reported_orders: list[str] = field(default_factory=list)  # finished jobs shown now
 
 
 async def build_context(
@@ -130,7 +131,10 @@ async def build_context(
             add("user", [TextBlock(text=msgs[mid].text)])
 
     since = steps[-1].created_at if steps else None
-    tail = await _dynamic_tail(session, task, since, extras)
+    # A finished job is shown until a stored step has seen it (not "since the last step":
+    # a fast job can finish before the step that submitted it is even stored).
+    reported = {o for s in steps for o in s.context.get("reported_orders", [])}
+    tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
     add("user", [TextBlock(text=tail)])
     prefix = SYSTEM_RULES + "\nTools: " + ", ".join(t.name for t in tools)
     system = [SystemBlock(text=prefix, cache=not extras.profile)]
@@ -147,7 +151,7 @@ async def build_context(
     layers: list[dict[str, Any]] = [
         {"name": n, "text": t, "tokens": estimate_tokens(t)} for n, t in texts
     ]
-    return BuiltContext(request=request, layers=layers)
+    return BuiltContext(request=request, layers=layers, reported_orders=reported_now)
 
 
 def _seen_in(msgs: dict[str, MessageRow], turn: int, step: int) -> list[MessageRow]:
@@ -183,8 +187,12 @@ def _render(m: Message) -> str:
 
 
 async def _dynamic_tail(
-    session: AsyncSession, task: Task, since: datetime | None, extras: ContextExtras
-) -> str:
+    session: AsyncSession,
+    task: Task,
+    since: datetime | None,
+    reported: set[str],
+    extras: ContextExtras,
+) -> tuple[str, list[str]]:
     lines = [
         f"[runtime] task {task.id} ({task.kind}), turn {task.turn}, language {task.language}",
         f"[runtime] goal: {task.goal[:500]}",
@@ -213,11 +221,14 @@ async def _dynamic_tail(
     orders = await session.scalars(
         select(GenerationOrder).where(GenerationOrder.task_id == task.id)
     )
+    shown: list[str] = []
     for o in orders:
-        if o.status == "succeeded" and o.object_id and _after(o.updated_at, since):
+        if o.status == "succeeded" and o.object_id and o.id not in reported:
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
-        elif o.status == "failed" and _after(o.updated_at, since):
+            shown.append(o.id)
+        elif o.status == "failed" and o.id not in reported:
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
+            shown.append(o.id)
         elif o.status not in ("succeeded", "failed"):
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
     assets = await session.scalars(
@@ -232,7 +243,7 @@ async def _dynamic_tail(
     lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
     lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
     lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
-    return "\n".join(lines)
+    return "\n".join(lines), shown
 
 
 def _after(t: datetime | None, since: datetime | None) -> bool:

@@ -80,6 +80,7 @@ class RuntimeActivities:
                     context={
                         "layers": built.layers,
                         "tools": [t.name for t in built.request.tools],
+                        "reported_orders": built.reported_orders,
                     },
                     response=resp.to_dict(),
                 )

@@ -69,9 +69,11 @@ class MainThreadWorkflow:
     async def _hand_over(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
         if not plan.task_id:
             return  # answered by main, or a clarify card is waiting for the person
-        if plan.decision in ("lightweight", "new") or plan.restart:
+        if plan.decision in ("lightweight", "new"):
             await self._start(user_id, plan, message_id)
             return
+        # A completed persistent task's workflow is still alive and takes the message
+        # itself; only a workflow that has ended is started again in place (below).
         if plan.decision == "existing":
             handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
             try:

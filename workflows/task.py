@@ -69,6 +69,8 @@ class TaskWorkflow:
         self.open_cards: dict[str, str] = {}  # card_id -> call_id to run again, or ""
         self.answered: set[str] = set()
         self.idle_turns = 0
+        self._model_turn = False
+        self._progress = self._asked = self._exhausted = False
         self.wake = False
         self.stop_requested = False
         self.archive_requested = False
@@ -213,6 +215,7 @@ class TaskWorkflow:
         if self.status != "running":
             await self._set_status("running")
         self.turn += 1
+        self._model_turn = True
         self._progress, self._asked, self._exhausted = False, False, True
         for step in range(1, self.inp.max_steps_per_turn + 1):
             consumed = [e.message_id for e in self.inbox]
@@ -259,7 +262,12 @@ class TaskWorkflow:
         assert self.inp is not None
         state = await self._turn_state()
         progress = self._progress or state.progress
-        self.idle_turns = 0 if progress else self.idle_turns + 1
+        # Only a model turn that neither progressed nor waited counts as idling; running a
+        # confirmed call again is the person's doing, not the model's.
+        if progress:
+            self.idle_turns = 0
+        elif self._model_turn:
+            self.idle_turns += 1
         while True:
             for card_id in state.open_cards:
                 self.open_cards.setdefault(card_id, "")
@@ -292,6 +300,7 @@ class TaskWorkflow:
                 await self._complete(verdict.reason)
                 return
             if verdict.action == "wait_jobs":
+                self.idle_turns = 0
                 await self._await_orders()
                 # A finished job wakes the task only when the plan needs it: a lightweight
                 # task reports its result; a persistent one goes on if steps remain.
@@ -314,10 +323,9 @@ class TaskWorkflow:
                 self.open_cards.setdefault(card.card_id, "")
                 state.checkpoint_due = ""
                 continue
-            if verdict.action == "wait_cards":
-                await self._set_status("waiting_user", waiting=True)
-                return  # the main loop waits for the answer (or a message, stop, pause)
-            if verdict.action == "wait_input":
+            if verdict.action in ("wait_cards", "wait_input"):
+                # The main loop waits for the answer (or a message, stop, pause).
+                self.idle_turns = 0
                 await self._set_status("waiting_user", waiting=True)
                 return
             self.wake = True  # next_turn
@@ -327,6 +335,7 @@ class TaskWorkflow:
         """A price card answered: run the same call again (same call_id, no model call).
         Any other card: the answer is input for the model's next turn."""
         self._progress, self._asked, self._exhausted = False, False, False
+        self._model_turn = False
         rerun = []
         for card_id in sorted(self.answered & set(self.open_cards)):
             call_id = self.open_cards.pop(card_id)

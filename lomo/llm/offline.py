@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from lomo.llm.offline_tasks import is_poster_task, person_texts, poster_step
 from lomo.llm.types import (
     Message,
     ModelRequest,
@@ -71,6 +72,16 @@ class OfflineModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose == "route":
             return self._route(request)
+        if request.purpose == "extract":
+            # Memory extraction rules live with the memory service.
+            from memory.offline_extractor import offline_extract
+
+            return offline_extract(request)
+        person = person_texts(request.messages)
+        if is_poster_task(request, " ".join(person)):
+            lang = detect_language(" ".join(person))
+            latest = person[-1] if person else ""
+            return poster_step(request, lang, " ".join(person), latest)
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:

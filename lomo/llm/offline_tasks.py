@@ -1,0 +1,318 @@
+"""The offline stand-in's persistent-task behaviour: the poster series of article §2.3.
+
+Deterministic rules over what a real model would read in the request: the person's
+words, the checklist and card lines of the runtime's dynamic tail, and the last tool
+results. Plan → budget card → four drafts (parallel) → a select card → three finals →
+done; later "a bit warmer" adds a step and a warmer variant. English and German.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from lomo.catalogue import CATALOGUE, DEFAULT_MODEL
+from lomo.llm.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+POSTER = re.compile(r"\w*(poster|plakat)\w*", re.IGNORECASE)
+WARMER = re.compile(r"\b(warm\w*|wärmer\w*)", re.IGNORECASE)
+DRAFTS, FINALS = 4, 3
+FORMATS = ("A2 portrait", "square 1:1", "story 9:16")
+_ITEM = re.compile(
+    r"^  - \[(\w+)\] (chk_[0-9a-z]+): (.*?)( \(needs the person's confirmation\))?"
+    r"( artifacts (.*))?$",
+    re.MULTILINE,
+)
+_ANSWER = re.compile(r"the person answered card (crd_[0-9a-z]+) \((.*?)\): (\w+)(?: option (\S+))?")
+_SUCCEEDED = re.compile(r"generation succeeded: order \S+ → asset (obj_[0-9a-z]+)")
+_PLAN = {
+    "en": (
+        "Agree on the budget for the drafts",
+        f"Generate {DRAFTS} draft posters",
+        "Pick a favourite draft",
+        f"Final posters in {FINALS} formats",
+    ),
+    "de": (
+        "Budget für die Entwürfe abstimmen",
+        f"{DRAFTS} Plakatentwürfe generieren",
+        "Lieblingsentwurf auswählen",
+        f"Finale Plakate in {FINALS} Formaten",
+    ),
+}
+
+
+@dataclass
+class Item:
+    status: str
+    id: str
+    title: str
+    artifacts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class View:
+    """What the stand-in reads from one request."""
+
+    lang: str
+    person: str  # everything the person said in this task
+    latest: str  # what the person said most recently
+    items: list[Item]
+    answers: list[tuple[str, str, str, str]]  # card_id, title, action, option
+    succeeded: list[str]  # assets finished since the last step
+    results: list[str]  # the last step's tool results
+
+
+def is_poster_task(request: ModelRequest, person: str) -> bool:
+    return bool(POSTER.search(person))
+
+
+def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> ModelResponse:
+    v = _read(request, lang, person, latest)
+    if v.results:
+        if reply := _after_calls(v):
+            return reply
+    if not v.items:
+        return _calls(request, _plan(v))
+    steps = {i: v.items[i] for i in range(min(4, len(v.items)))}
+    budget, drafts, pick, finals = steps.get(0), steps.get(1), steps.get(2), steps.get(3)
+    extra = v.items[4:]
+    if WARMER.search(v.latest) and not any(WARMER.search(i.title) for i in extra):
+        return _calls(request, _warmer(v, pick))
+    for item in extra:
+        if item.status != "done":
+            if v.succeeded:
+                return _calls(request, [_done(item, v.succeeded)])
+            return _text(
+                v,
+                "Die wärmere Variante entsteht."
+                if v.lang == "de"
+                else "The warmer variant is on its way.",
+                request,
+            )
+    if budget and budget.status != "done":
+        card = _answered(v, ("Budget",), "confirm")
+        if card is None:
+            return _text(v, _say(v, "budget_wait"), request)
+        return _calls(request, [_done(budget, card=card), *_drafts(v)])
+    if drafts and drafts.status != "done":
+        if len(v.succeeded) < DRAFTS:
+            return _text(v, _say(v, "drafts_wait"), request)
+        options = [
+            {"id": obj, "label": f"{'Entwurf' if v.lang == 'de' else 'Draft'} {n + 1}"}
+            for n, obj in enumerate(v.succeeded[:DRAFTS])
+        ]
+        ask: Call = (
+            "ask_person",
+            {
+                "kind": "select",
+                "title": _say(v, "pick"),
+                "options": options,
+                "item_id": pick.id if pick else None,
+            },
+        )
+        return _calls(request, [_done(drafts, v.succeeded[:DRAFTS]), ask])
+    if pick and pick.status != "done":
+        return _text(v, _say(v, "pick"), request)
+    if finals and finals.status != "done":
+        if v.succeeded:
+            return _calls(request, [_done(finals, v.succeeded)])
+        chosen = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
+        return _calls(request, [_final(v, fmt, chosen) for fmt in FORMATS])
+    return _text(v, _say(v, "done"), request)
+
+
+# --- reading ------------------------------------------------------------------------
+def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
+    tail = ""
+    results: list[str] = []
+    last = request.messages[-1] if request.messages else None
+    if last is not None:
+        for b in last.content:
+            if isinstance(b, TextBlock) and b.text.startswith("[runtime]"):
+                tail = b.text
+            elif isinstance(b, ToolResultBlock):
+                results.append(b.content)
+    items = [
+        Item(
+            m.group(1), m.group(2), m.group(3), (m.group(6) or "").split(", ") if m.group(6) else []
+        )
+        for m in _ITEM.finditer(tail)
+    ]
+    answers = [
+        (m.group(1), m.group(2), m.group(3), m.group(4) or "") for m in _ANSWER.finditer(tail)
+    ]
+    succeeded = _SUCCEEDED.findall(tail)
+    return View(lang, person, latest, items, answers, succeeded, results)
+
+
+def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
+    for card_id, title, act, _ in v.answers:
+        if act == action and any(w in title for w in title_words):
+            return card_id
+    for r in v.results:
+        if '"status": "approved"' in r:
+            return "approved"
+    return None
+
+
+def _after_calls(v: View) -> ModelResponse | None:
+    joined = " ".join(v.results)
+    if '"needs_confirmation"' in joined:
+        return _reply(v, "budget_wait")
+    if '"status": "submitted"' in joined:
+        n = joined.count('"status": "submitted"')
+        return _reply(v, "generating", n=n)
+    if '"status": "asked"' in joined:
+        return _reply(v, "pick")
+    if '"error"' in joined and '"checklist"' not in joined:
+        return _reply(v, "problem", detail=v.results[0][:300])
+    return None
+
+
+# --- acting -------------------------------------------------------------------------
+Call = tuple[str, dict[str, object]]
+
+
+def _plan(v: View) -> list[Call]:
+    titles = _PLAN[v.lang]
+    add = [{"title": t, "requires_confirmation": n == 2} for n, t in enumerate(titles)]
+    price = CATALOGUE[DEFAULT_MODEL["image"]].price_cents * (DRAFTS + FINALS)
+    purpose = (
+        f"{DRAFTS} Entwürfe und {FINALS} finale Plakate"
+        if v.lang == "de"
+        else f"{DRAFTS} drafts and {FINALS} final posters"
+    )
+    return [
+        ("update_checklist", {"add": add}),
+        ("request_budget", {"amount_cents": price, "purpose": purpose}),
+    ]
+
+
+def _drafts(v: View) -> list[Call]:
+    styles = ("sunset orange", "teal and cream", "mustard and brown", "faded red")
+    return [
+        (
+            "generate_image",
+            {
+                "prompt": f"Retro brand poster, draft {n + 1}, {styles[n]}: {v.person[:200]}",
+                "model": DEFAULT_MODEL["image"],
+            },
+        )
+        for n in range(DRAFTS)
+    ]
+
+
+def _final(v: View, fmt: str, chosen: str) -> Call:
+    return (
+        "generate_image",
+        {
+            "prompt": f"Final retro brand poster ({fmt}) based on the chosen draft {chosen}",
+            "model": DEFAULT_MODEL["image"],
+        },
+    )
+
+
+def _warmer(v: View, pick: Item | None) -> list[Call]:
+    title = (
+        "Wärmere Variante des gewählten Plakats"
+        if v.lang == "de"
+        else ("Warmer variant of the chosen poster")
+    )
+    base = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
+    return [
+        ("update_checklist", {"add": [{"title": title}]}),
+        (
+            "generate_image",
+            {
+                "prompt": f"The chosen retro poster {base}, a bit warmer: more orange and red",
+                "model": DEFAULT_MODEL["image"],
+            },
+        ),
+    ]
+
+
+def _done(item: Item, artifacts: list[str] | None = None, card: str | None = None) -> Call:
+    upd: dict[str, object] = {"id": item.id, "status": "done"}
+    if artifacts:
+        upd["artifacts"] = artifacts
+    if card and card != "approved":
+        upd["card_id"] = card
+    elif card == "approved":
+        upd["note"] = "budget approved by the person"
+    return ("update_checklist", {"update": [upd]})
+
+
+_SAY = {
+    "budget_wait": (
+        "I've asked you to approve the budget for the drafts.",
+        "Ich habe dich um die Freigabe des Budgets für die Entwürfe gebeten.",
+    ),
+    "generating": (
+        "Generating {n} images; they appear here when ready.",
+        "Ich generiere {n} Bilder; sie erscheinen hier, sobald sie fertig sind.",
+    ),
+    "drafts_wait": ("The drafts are still being generated.", "Die Entwürfe werden noch generiert."),
+    "pick": ("Which draft do you like best?", "Welcher Entwurf gefällt dir am besten?"),
+    "done": ("The poster series is finished.", "Die Plakatserie ist fertig."),
+    "problem": ("Something went wrong: {detail}", "Etwas ist schiefgegangen: {detail}"),
+}
+
+
+def _say(v: View, key: str, **kw: object) -> str:
+    en, de = _SAY[key]
+    return (de if v.lang == "de" else en).format(**kw)
+
+
+def _reply(v: View, key: str, **kw: object) -> ModelResponse:
+    text = _say(v, key, **kw)
+    return ModelResponse(
+        content=[TextBlock(text=text)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=0, output_tokens=len(text) // 4 + 1),
+        model="lomo-offline",
+    )
+
+
+def _text(v: View, text: str, request: ModelRequest) -> ModelResponse:
+    return ModelResponse(
+        content=[TextBlock(text=text)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=_tokens(request), output_tokens=len(text) // 4 + 1),
+        model="lomo-offline",
+    )
+
+
+def _calls(request: ModelRequest, calls: list[Call]) -> ModelResponse:
+    base = f"toolu_{request.purpose}_{len(request.messages):04d}"
+    return ModelResponse(
+        content=[
+            ToolUseBlock(id=f"{base}_{n}", name=name, input=args)
+            for n, (name, args) in enumerate(calls)
+        ],
+        stop_reason="tool_use",
+        usage=Usage(input_tokens=_tokens(request), output_tokens=40 * len(calls)),
+        model="lomo-offline",
+    )
+
+
+def _tokens(request: ModelRequest) -> int:
+    return len(json.dumps([str(m) for m in request.messages])) // 4
+
+
+def person_texts(messages: list[Message]) -> list[str]:
+    return [
+        b.text
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, TextBlock) and not b.text.startswith("[runtime]")
+    ]
