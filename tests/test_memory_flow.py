@@ -24,7 +24,6 @@ from memory.offline_extractor import offline_extract
 from memory.services import close_services, get_services
 from memory.types import MemoryInput
 from tests.helpers import eventually
-from tests.memory_support import OfflineExtractor
 from tests.stack import Stack, running_stack
 from workflows.memory import MemoryWorkflow
 from workspace.store import AssetStore
@@ -62,8 +61,7 @@ async def test_article_example_end_to_end(
         temporal_server,
         temporal_client,
         task_queue,
-        provider=OfflineExtractor(),
-        embedder="fake",
+        embedder="fake",  # the stand-in model (offline) extracts through offline_extract
     ) as st:
         await _say(st, temporal_client, BLUE)
         [m1] = await eventually(_memories_with(st, 1))
