@@ -89,8 +89,12 @@ async def evidence_for_message(s: AsyncSession, user_id: str, message_id: str) -
 
 
 async def linked_versions(s: AsyncSession, evidence_id: str) -> list[str]:
+    """Every version of every memory this evidence touched: on a retry the index must also
+    lose the versions the first attempt superseded."""
+    targets = select(MemoryLink.target_id).where(MemoryLink.source_id == evidence_id)
+    memories = select(MemoryVersion.memory_id).where(MemoryVersion.id.in_(targets))
     return list(
-        await s.scalars(select(MemoryLink.target_id).where(MemoryLink.source_id == evidence_id))
+        await s.scalars(select(MemoryVersion.id).where(MemoryVersion.memory_id.in_(memories)))
     )
 
 

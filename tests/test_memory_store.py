@@ -317,3 +317,50 @@ async def test_a_confirmed_forget_whose_signal_was_lost_runs_before_extraction(e
     assert (out.stored, out.dropped) == (0, 1)
     assert await _memories(env) == []
     assert await _vector_count(env) == 0
+
+
+class _FailOnce:
+    """Wraps the index: the next write fails once (a crash between SQL commit and index)."""
+
+    def __init__(self, env: Env) -> None:
+        self.inner = env.services.index
+        self.armed = True
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("upsert", "delete", "delete_where"):
+            return attr
+
+        async def maybe_fail(*args: Any, **kw: Any) -> Any:
+            if self.armed:
+                self.armed = False
+                raise ConnectionError("index down mid-activity")
+            return await attr(*args, **kw)
+
+        return maybe_fail
+
+
+async def test_a_retry_repairs_the_index_after_a_crash_past_the_sql_commit(env: Env) -> None:
+    from memory.types import ExtractInput
+
+    await env.say(BLUE)
+    env.services.index = _FailOnce(env)  # type: ignore[assignment]
+    mid = await env.message(CREAM)
+    with pytest.raises(ConnectionError):
+        await env.acts.extract(ExtractInput(env.user_id, mid))
+    [m] = await _memories(env)  # SQL committed: v2 active, v1 superseded
+    assert m["version"] == 2
+    retry = await env.acts.extract(ExtractInput(env.user_id, mid))  # Temporal's retry
+    assert retry.skipped == "already_extracted"
+    hits = await env.services.index.search(
+        env.services.collection, (await env.services.embed([CREAM]))[0], 10
+    )
+    assert [h.id for h in hits] == [m["version_id"]]  # v2 indexed, v1's vector gone
+
+    env.services.index = _FailOnce(env)  # type: ignore[assignment]
+    card = await _card(env, text="blue")
+    with pytest.raises(ConnectionError):
+        await env.acts.forget(ForgetInput(env.user_id, card.id))
+    assert await _vector_count(env) == 1  # the SQL cascade committed, the index lags
+    await env.acts.forget(ForgetInput(env.user_id, card.id))
+    assert await _vector_count(env) == 0
