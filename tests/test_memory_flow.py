@@ -211,3 +211,31 @@ async def test_failed_extraction_is_retried_later(
         history = await handle.fetch_history()
         assert len(history.events) < 200  # ids only in history
     await close_services()
+
+
+async def test_duplicate_signals_store_once(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, embedder="fake"
+    ) as st:
+        mid = new_id("msg")
+        async with st.db.session() as s:
+            s.add(MessageRow(id=mid, user_id=st.user_id, text=BLUE))
+        for _ in range(5):  # the api retried, the person double-clicked: five deliveries
+            await request_extraction(temporal_client, st.settings, st.user_id, mid)
+        await eventually(lambda: _extracted(st, mid))
+        second = await _say(st, temporal_client, "Our brand's font is Futura.")
+        await eventually(lambda: _extracted(st, second))  # runs after all five, in order
+        async with st.db.session() as s:
+            evidence = list(await s.scalars(select(Evidence).where(Evidence.message_id == mid)))
+        assert len(evidence) == 1
+        mems = await _memories(st)
+        assert sorted((m["attribute"], m["version"]) for m in mems) == [
+            ("font", 1),
+            ("main_colour", 1),
+        ]
+        assert [s["relation"] for s in mems[0]["sources"]] == ["ORIGIN"]
+        svc = get_services(st.settings)
+        assert await svc.index.count(svc.collection, {"user_id": st.user_id}) == 2
+    await close_services()
