@@ -17,7 +17,7 @@ depends_on: str | Sequence[str] | None = None
 _TZ = sa.DateTime(timezone=True)
 
 
-def _user() -> sa.Column:  # type: ignore[type-arg]
+def _user() -> sa.Column[str]:
     return sa.Column("user_id", sa.String(40), sa.ForeignKey("users.id"), nullable=False)
 
 
