@@ -17,7 +17,7 @@ from lomo.db.engine import Database
 from lomo.llm.providers import build_provider
 from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
-from workspace.store import AssetStore
+from workspace.blobs import make_asset_store
 from workspace.tools import workspace_tools
 
 
@@ -36,9 +36,7 @@ def build_activities(
     settings: Settings, db: Database, http: httpx.AsyncClient, provider: ModelProvider | None = None
 ) -> list[Any]:
     provider = provider or build_provider(settings)
-    deps = ToolDeps(
-        db=db, http=http, assets=AssetStore(settings.resolved_asset_dir), settings=settings
-    )
+    deps = ToolDeps(db=db, http=http, assets=make_asset_store(settings), settings=settings)
     tools = build_tools(deps)
     return [
         *RuntimeActivities(deps, provider, tools).all(),

@@ -7,17 +7,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.checklist import CLOSED, load_items
-from activities.context import build_context
+from activities.context import ContextExtras, build_context
 from activities.heartbeat import heartbeating
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
 from lomo.llm.types import ModelProvider, ModelResponse
+from memory.context import exclusions, memory_for_context, record_usage
 from workflows.types import (
     TERMINAL_TASK_STATUSES,
     CardRef,
@@ -32,6 +34,7 @@ from workflows.types import (
     TurnState,
     TurnStateInput,
 )
+from workspace.notices import notices_for_context
 
 log = logging.getLogger(__name__)
 # A call waiting for the person's confirmation is not final: it runs again once answered.
@@ -66,8 +69,24 @@ class RuntimeActivities:
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
             task.turn = inp.turn
+            user_id, query = task.user_id, await _retrieval_query(s, task, inp.message_ids)
+        # Memory degrades to "none this step" on its own (timeout inside); never fails us.
+        mem = await memory_for_context(self.deps, user_id, inp.task_id, query)
+        async with self.db.session() as s:
+            task = await s.get(Task, inp.task_id)
+            assert task is not None
+            task.turn = inp.turn
+            excl = await exclusions(s, user_id)
+            extras = ContextExtras(
+                profile=mem.profile_text,
+                memories=mem.items,
+                notices=await notices_for_context(s, inp.task_id),
+                degraded=[f"memory: {mem.degraded}"] if mem.degraded else [],
+                excluded_messages=excl.message_ids,
+                excluded_steps={(t, n) for tid, t, n in excl.step_keys if tid == inp.task_id},
+            )
             built = await build_context(
-                s, task, inp.turn, inp.step, inp.message_ids, list(self.tools.values())
+                s, task, inp.turn, inp.step, inp.message_ids, list(self.tools.values()), extras
             )
         async with heartbeating():
             resp = await self.provider.complete(built.request)
@@ -108,6 +127,8 @@ class RuntimeActivities:
                 await append_event(
                     s, task.user_id, "task.reply", {"task_id": task.id, "text": resp.text}
                 )
+            # Which memory versions this output drew on: forgetting one excludes it later.
+            await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
         return _decision(resp)
 
     # --- tools ----------------------------------------------------------------------
@@ -257,6 +278,15 @@ def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
         made_progress=bool(record.get("_progress")),
         card_id=record.get("card_id"),
     )
+
+
+async def _retrieval_query(s: AsyncSession, task: Task, message_ids: list[str]) -> str:
+    """What memory is retrieved for: the task's goal and the person's newest words."""
+    texts = [task.goal]
+    if message_ids:
+        rows = await s.scalars(select(MessageRow.text).where(MessageRow.id.in_(message_ids)))
+        texts.extend(rows)
+    return "\n".join(texts)[:2000]
 
 
 def _decision(resp: ModelResponse) -> StepDecision:

@@ -21,7 +21,7 @@ import httpx
 from lomo.db.engine import Database
 from lomo.llm.types import ToolSpec
 from lomo.settings import Settings
-from workspace.store import AssetStore
+from workspace.store import BlobStore
 
 ToolStatus = Literal["done", "error", "outcome_unknown", "needs_confirmation"]
 
@@ -32,7 +32,7 @@ class ToolDeps:
 
     db: Database
     http: httpx.AsyncClient
-    assets: AssetStore
+    assets: BlobStore
     settings: Settings
 
 

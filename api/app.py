@@ -26,7 +26,7 @@ from api.routes import memory as memory_routes
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
-from workspace.store import AssetStore
+from workspace.blobs import make_asset_store
 
 
 def _lazy_temporal(settings: Settings) -> Callable[[], Awaitable[Client]]:
@@ -52,7 +52,7 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.db = Database(settings.resolved_database_url)
-    app.state.assets = AssetStore(settings.resolved_asset_dir)
+    app.state.assets = make_asset_store(settings)
     if temporal is not None:
         fixed = temporal
 

@@ -15,7 +15,7 @@ from lomo.db.engine import Database
 from lomo.db.models import User
 from lomo.errors import Unauthorized
 from lomo.settings import Settings
-from workspace.store import AssetStore
+from workspace.store import BlobStore
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -38,8 +38,8 @@ async def get_temporal(request: Request) -> Client:
     return client
 
 
-def get_assets(request: Request) -> AssetStore:
-    store: AssetStore = request.app.state.assets
+def get_assets(request: Request) -> BlobStore:
+    store: BlobStore = request.app.state.assets
     return store
 
 
@@ -72,5 +72,5 @@ DbDep = Annotated[Database, Depends(get_db)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 UserDep = Annotated[User, Depends(current_user)]
-AssetsDep = Annotated[AssetStore, Depends(get_assets)]
+AssetsDep = Annotated[BlobStore, Depends(get_assets)]
 AdminDep = Annotated[None, Depends(require_admin)]

@@ -150,7 +150,7 @@ async def test_refused_requests_leave_nothing_behind(
                 f"/v1/objects/{oid}", json={"base_version": 1, "content": {"a": 3}}, headers=auth
             ),
             409,
-            "conflict",
+            "version_conflict",  # API.md's code for a stale base version
         )
         assert conflict["current_version"] == 2
         obj = (await api.get(f"/v1/objects/{oid}", headers=auth)).json()

@@ -14,6 +14,8 @@ from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.routing.deterministic import resolve_target
+from memory.dispatch import request_extraction
+from workspace.store import get_object, link_task
 
 router = APIRouter(prefix="/v1", tags=["messages"])
 
@@ -83,6 +85,11 @@ async def accept_message(
             await s.rollback()
             return await accept_message(body, user, db, settings, temporal, task_id)
         await append_event(s, user.id, "message.received", {"message_id": msg.id})
+        if task_id:
+            # The task references what the message points at (change notices follow it).
+            for oid in dict.fromkeys(o for o in (body.object_id, *body.attachments) if o):
+                await get_object(s, user.id, oid)  # another person's object: 404, nothing kept
+                await link_task(s, task_id, oid)
         if direct:
             await append_event(
                 s,
@@ -96,6 +103,8 @@ async def accept_message(
         await deliver_to_task(temporal, task_id, msg.id)
     else:
         await route_via_main(temporal, settings, user.id, msg.id)
+    # Memory extraction runs beside the task, in the person's MemoryWorkflow.
+    await request_extraction(temporal, settings, user.id, msg.id)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 
 

@@ -29,7 +29,11 @@ async def _task(db: Any, user_id: str, task_id: str) -> dict[str, Any]:
         t = await s.get(Task, task_id)
         if t is None or t.user_id != user_id:
             raise NotFound(f"no task {task_id}")
-        arts = await s.scalars(select(TaskObject.object_id).where(TaskObject.task_id == t.id))
+        arts = await s.scalars(
+            select(TaskObject.object_id).where(
+                TaskObject.task_id == t.id, TaskObject.role == "artifact"
+            )
+        )
         items = await load_items(s, t.id)
         cards = await s.scalars(select(Card).where(Card.task_id == t.id).order_by(Card.created_at))
         view = task_view(t, list(arts))
@@ -70,7 +74,7 @@ async def list_tasks(
         rows = list(await s.scalars(q))
         links = await s.execute(
             select(TaskObject.task_id, TaskObject.object_id).where(
-                TaskObject.task_id.in_([t.id for t in rows])
+                TaskObject.task_id.in_([t.id for t in rows]), TaskObject.role == "artifact"
             )
         )
         arts: dict[str, list[str]] = {}

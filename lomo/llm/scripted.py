@@ -22,16 +22,27 @@ class ScriptedProvider:
 
     name = "scripted"
 
-    def __init__(self, script: Iterable[ScriptStep]) -> None:
+    def __init__(
+        self, script: Iterable[ScriptStep], unscripted: tuple[str, ...] = ("extract",)
+    ) -> None:
         self._script: list[ScriptStep] = list(script)
         self._next = 0
         self.requests: list[ModelRequest] = []
+        # Background calls (memory extraction runs beside every message) are answered by
+        # the offline stand-in, so they neither consume nor reorder the script.
+        self.unscripted = unscripted
+        self.background: list[ModelRequest] = []
 
     @property
     def remaining(self) -> int:
         return len(self._script) - self._next
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose in self.unscripted:
+            from lomo.llm.offline import OfflineModel
+
+            self.background.append(request)
+            return await OfflineModel().complete(request)
         self.requests.append(request)
         if self._next >= len(self._script):
             raise ModelError(
