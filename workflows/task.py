@@ -234,7 +234,13 @@ class TaskWorkflow:
                 raise Stopped()  # the decision is stored; its calls never run
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
             # Independent calls of one step run in parallel.
+            asked_before = set(self.open_cards)
             await asyncio.gather(*(self._call(cid) for cid in call_ids))
+            if set(self.open_cards) - asked_before:
+                # A question to the person ends the turn: no more (paid) steps pile up
+                # cards before the person answered.
+                self._exhausted = False
+                break
             if decision.end_turn or self.pause_requested:
                 self._exhausted = False
                 self._asked = decision.asked_person

@@ -77,7 +77,8 @@ def is_poster_task(request: ModelRequest, person: str) -> bool:
 
 def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> ModelResponse:
     v = _read(request, lang, person, latest)
-    if v.results:
+    # Tool results are news only until the person answered something after them.
+    if v.results and not v.answers:
         if reply := _after_calls(v):
             return reply
     if not v.items:
