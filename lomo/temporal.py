@@ -31,7 +31,11 @@ def temporal_binary() -> str:
 
 
 def dev_server_command(
-    db_file: Path | None, host: str, port: int, ui_port: int | None
+    db_file: Path | None,
+    host: str,
+    port: int,
+    ui_port: int | None,
+    dynamic_config: dict[str, int] | None = None,
 ) -> list[str]:
     cmd = [temporal_binary(), "server", "start-dev", "--ip", host, "--port", str(port)]
     cmd += ["--log-level", "warn", "--namespace", "default"]
@@ -45,15 +49,22 @@ def dev_server_command(
         cmd += ["--ui-port", str(ui_port), "--ui-ip", host]
     for name, type_ in SEARCH_ATTRIBUTES.items():
         cmd += ["--search-attribute", f"{name}={type_}"]
+    for key, value in (dynamic_config or {}).items():
+        cmd += ["--dynamic-config-value", f"{key}={value}"]
     return cmd
 
 
 def start_dev_server(
-    db_file: Path | None, host: str, port: int, ui_port: int | None, log_file: Path | None = None
+    db_file: Path | None,
+    host: str,
+    port: int,
+    ui_port: int | None,
+    log_file: Path | None = None,
+    dynamic_config: dict[str, int] | None = None,
 ) -> subprocess.Popen[bytes]:
     out = open(log_file, "ab") if log_file else subprocess.DEVNULL
     return subprocess.Popen(
-        dev_server_command(db_file, host, port, ui_port), stdout=out, stderr=out
+        dev_server_command(db_file, host, port, ui_port, dynamic_config), stdout=out, stderr=out
     )
 
 

@@ -20,6 +20,8 @@ from lomo.db.migrate import upgrade
 from lomo.temporal import start_dev_server
 from tests.helpers import free_port
 
+CONTINUE_AS_NEW_KEY = "limit.historyCount.suggestContinueAsNew"
+CONTINUE_AS_NEW_AFTER_EVENTS = 400
 PG_ADMIN = os.environ.get("LOMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -35,7 +37,11 @@ def _pg_available() -> bool:
 def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("temporal") / "temporal.log"
-    proc = start_dev_server(None, "127.0.0.1", port, None, log)
+    # Temporal suggests continue-as-new early here, so every long-lived workflow in the
+    # suite rolls over with its compact state (the production default is thousands).
+    proc = start_dev_server(
+        None, "127.0.0.1", port, None, log, {CONTINUE_AS_NEW_KEY: CONTINUE_AS_NEW_AFTER_EVENTS}
+    )
     deadline = time.monotonic() + 60
     while True:
         with socket.socket() as s:
