@@ -62,6 +62,7 @@ async def _items(
     deps: ToolDeps, user_id: str, task_id: str, query: str, skip: set[str]
 ) -> tuple[list[str], list[str]]:
     limit = deps.settings.memory_top_k
+    await _adopt_task_memories(deps, user_id, task_id)
     hits = await get_services(deps.settings).search(user_id, task_id, query, limit * 2)
     ids = [h.id for h in hits if h.id not in skip]
     if not ids:
@@ -100,6 +101,43 @@ async def _items(
         if len(items) >= limit:
             break
     return items, used
+
+
+async def _adopt_task_memories(deps: ToolDeps, user_id: str, task_id: str) -> None:
+    """A one-off instruction extracted before routing knew its task ("this time a saturated
+    red" in the main thread) belongs to the task its message was routed to: bind it now."""
+    async with deps.db.session() as s:
+        rows = (
+            await s.execute(
+                select(Memory, Evidence)
+                .join(MemoryVersion, MemoryVersion.memory_id == Memory.id)
+                .join(MemoryLink, MemoryLink.target_id == MemoryVersion.id)
+                .join(Evidence, Evidence.id == MemoryLink.source_id)
+                .join(MessageRow, MessageRow.id == Evidence.message_id)
+                .where(
+                    Memory.user_id == user_id,
+                    Memory.scope == "task",
+                    Memory.task_id.is_(None),
+                    MessageRow.task_id == task_id,
+                )
+            )
+        ).all()
+        memory_ids = set()
+        for memory, ev in rows:
+            memory.task_id = task_id
+            ev.task_id = task_id
+            memory_ids.add(memory.id)
+        version_ids = (
+            list(
+                await s.scalars(
+                    select(MemoryVersion.id).where(MemoryVersion.memory_id.in_(memory_ids))
+                )
+            )
+            if memory_ids
+            else []
+        )
+    if version_ids:
+        await get_services(deps.settings).sync_versions(deps.db, version_ids)
 
 
 async def memory_for_context(

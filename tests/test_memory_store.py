@@ -364,3 +364,22 @@ async def test_a_retry_repairs_the_index_after_a_crash_past_the_sql_commit(env: 
     assert await _vector_count(env) == 1  # the SQL cascade committed, the index lags
     await env.acts.forget(ForgetInput(env.user_id, card.id))
     assert await _vector_count(env) == 0
+
+
+async def test_instruction_extracted_before_routing_joins_its_task(env: Env) -> None:
+    mid = await env.message("Probieren wir diesmal ein kräftig gesättigtes Rot.")
+    from memory.types import ExtractInput
+
+    await env.acts.extract(ExtractInput(env.user_id, mid))  # routing has not decided yet
+    [m] = await _memories(env, "task")
+    assert m["task_id"] is None
+    async with env.db.session() as s:
+        msg = await s.get(MessageRow, mid)
+        assert msg is not None
+        msg.task_id = "tsk_r"  # the main thread routed the message
+    other = await memory_for_context(env.deps, env.user_id, "tsk_other", "Rot Plakat")
+    assert not any("Rot" in i for i in other.items)
+    mine = await memory_for_context(env.deps, env.user_id, "tsk_r", "Rot Plakat")
+    assert any("gesättigtes Rot" in i for i in mine.items)
+    [m] = await _memories(env, "task")
+    assert m["task_id"] == "tsk_r"
