@@ -1,0 +1,169 @@
+"""Waiting is free: N tasks parked on generation jobs with one worker process.
+
+    .venv/bin/python bench/parked_tasks.py [--tasks 500] [--window 30]
+
+Starts a Temporal dev server, the generation simulator (jobs held far longer than the
+run) and one real `lomo worker` process with the offline model; starts N lightweight
+image tasks straight on their workflows; waits until every task is parked on its job;
+then reports the worker's resident memory (idle, and with N parked), the history events
+and Temporal actions each parked task cost to get there, and what a parked task costs
+while it waits (events and model calls over a window: both should be zero).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+from sqlalchemy import func, select
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from lomo.db.engine import Database
+from lomo.db.migrate import upgrade
+from lomo.db.models import ModelStep, Task
+from lomo.settings import Settings
+from lomo.temporal import start_dev_server
+from sim.app import create_app as create_sim
+from tests.helpers import ThreadServer, free_port
+from tests.runtime_support import kill, new_user, spawn_worker, start_task, worker_env
+
+# Events that Temporal Cloud bills as actions (a parked task should add none).
+ACTION_EVENTS = {
+    "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED",
+    "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED",
+    "EVENT_TYPE_TIMER_STARTED",
+    "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
+    "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+    "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES",
+}
+
+
+WARMUP = 20
+
+
+async def _parked(db: Database) -> int:
+    async with db.session() as s:
+        n = await s.scalar(
+            select(func.count()).select_from(Task).where(Task.status == "waiting_generation")
+        )
+    return int(n or 0)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def _connect(address: str) -> Client:
+    for _ in range(100):
+        try:
+            return await Client.connect(address)
+        except RuntimeError:
+            await asyncio.sleep(0.2)
+    raise RuntimeError("temporal did not start")
+
+
+async def main(n: int, window: float) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="lomo-parked-"))
+    port = free_port()
+    server = start_dev_server(None, "127.0.0.1", port, None, tmp / "temporal.log")
+    db_url = f"sqlite+aiosqlite:///{tmp / 'lomo.db'}"
+    upgrade(db_url)
+    db = Database(db_url)
+    settings = Settings(data_dir=tmp)
+    sim_port = free_port()
+    sim = create_sim(tmp / "sim", settings.callback_secret.get_secret_value(), speed=1.0)
+    worker = None
+    try:
+        client = await _connect(f"127.0.0.1:{port}")
+        with ThreadServer(sim, sim_port) as sim_srv:
+            async with httpx.AsyncClient(base_url=sim_srv.url) as http:
+                await http.post("/sim/faults", json={"latency_scale": 10_000})  # hours
+            env = worker_env(
+                tmp,
+                db_url,
+                f"127.0.0.1:{port}",
+                "bench",
+                LOMO_SIM_PORT=str(sim_port),
+                LOMO_MODEL_PROVIDER="offline",
+                LOMO_GENERATION_WAIT_SECONDS="3600",  # no compensating poll in the window
+            )
+            worker = spawn_worker(env, tmp / "worker.log")
+            await asyncio.sleep(8)  # imports and first poll
+            idle = rss_mb(worker.pid)
+            user = await new_user(db)
+            handles: list[Any] = []
+
+            async def park(count: int) -> None:
+                for _ in range(count):
+                    _, h = await start_task(
+                        client,
+                        db,
+                        "bench",
+                        user,
+                        f"Generate an image of cat {len(handles)}",
+                        generation_wait_seconds=3600.0,
+                    )
+                    handles.append(h)
+                while await _parked(db) < len(handles):  # noqa: ASYNC110 (polls the DB)
+                    await asyncio.sleep(1)
+
+            # A warm-up batch first: first-use imports and caches are not per-task costs.
+            await park(WARMUP)
+            warm = rss_mb(worker.pid)
+            t0 = time.monotonic()
+            await park(n - WARMUP)
+            took = time.monotonic() - t0
+            loaded = rss_mb(worker.pid)
+            sample = handles[:: max(1, n // 20)]
+            before = [len((await h.fetch_history()).events) for h in sample]
+            kinds: Counter[str] = Counter()
+            for h in sample:
+                for e in (await h.fetch_history()).events:
+                    kinds[EventType.Name(e.event_type)] += 1
+            async with db.session() as s:
+                steps_before = await s.scalar(select(func.count()).select_from(ModelStep))
+            await asyncio.sleep(window)
+            after = [len((await h.fetch_history()).events) for h in sample]
+            async with db.session() as s:
+                steps_after = await s.scalar(select(func.count()).select_from(ModelStep))
+            events_per_task = sum(before) / len(before)
+            actions = sum(v for k, v in kinds.items() if k in ACTION_EVENTS) / len(sample)
+            print(f"tasks parked: {n - WARMUP} in {took:.0f} s after {WARMUP} warm-up (one worker)")
+            print(
+                f"worker RSS: idle {idle:.0f} MB, {WARMUP} parked {warm:.0f} MB, {n} parked "
+                f"{loaded:.0f} MB: {(loaded - warm) * 1024 / (n - WARMUP):.1f} KB per further "
+                "parked task (workflow cache on)"
+            )
+            print(f"history to park: {events_per_task:.1f} events, {actions:.1f} actions per task")
+            print(
+                f"while parked for {window:.0f} s: "
+                f"{sum(after) - sum(before)} new events over {len(sample)} sampled tasks, "
+                f"{(steps_after or 0) - (steps_before or 0)} model calls over all {n}"
+            )
+    finally:
+        if worker is not None:
+            kill(worker)
+        server.terminate()
+        server.wait(timeout=15)
+        await db.dispose()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--tasks", type=int, default=500)
+    p.add_argument("--window", type=float, default=30.0)
+    a = p.parse_args()
+    asyncio.run(main(a.tasks, a.window))
