@@ -2,6 +2,8 @@
 PY      := .venv/bin/python
 UV      := .venv/bin/uv
 STAMP   := .venv/.synced
+# Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
+PYTEST_WORKERS ?= 3
 
 .PHONY: install up test lint typecheck pytest clean
 
@@ -26,7 +28,7 @@ typecheck: install
 	.venv/bin/mypy lomo workflows activities api memory workspace sim
 
 pytest: install
-	.venv/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 MESSAGES = 24
 
 
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # one backend: slow
 async def test_persistent_task_rolls_over_and_keeps_going(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:

@@ -50,12 +50,14 @@ async def _until(st: Stack, tid: str, pred: Callable[[dict[str, Any]], bool]) ->
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("db_url", "text"),
+    # English on the embedded default, German on Postgres: each backend sees the run once.
     [
-        "Make me a series of retro-style brand posters",
-        "Erstelle mir eine Serie von Markenplakaten im Retro-Stil",
+        ("sqlite", "Make me a series of retro-style brand posters"),
+        ("postgres", "Erstelle mir eine Serie von Markenplakaten im Retro-Stil"),
     ],
     ids=["en", "de"],
+    indirect=["db_url"],
 )
 async def test_poster_series_reaches_its_checkpoint_without_continue(
     tmp_path: Path,

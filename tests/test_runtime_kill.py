@@ -46,6 +46,7 @@ def _script(tool: str) -> CountingResponder:
     ("tool", "expect_status", "expect_executions"),
     [("probe_idempotent", "done", 2), ("probe_once", "outcome_unknown", 1)],
 )
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # one backend: slow
 async def test_worker_killed_mid_call(
     tmp_path: Path,
     db: Database,

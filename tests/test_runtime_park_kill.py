@@ -19,6 +19,7 @@ from tests.stack import running_stack
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # one backend: slow
 async def test_completion_after_worker_death_resumes_once(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:

@@ -48,6 +48,7 @@ async def _callback(st: Stack, job_id: str) -> None:
 
 
 @pytest.mark.parametrize("first", ["stop", "completion"])
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # one backend: slow
 async def test_stop_races_completion(
     tmp_path: Path,
     db_url: str,
