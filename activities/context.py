@@ -222,8 +222,12 @@ async def _dynamic_tail(
         select(GenerationOrder).where(GenerationOrder.task_id == task.id)
     )
     shown: list[str] = []
+    # With a checklist, a finished result stays in view until a step carries it; without
+    # one, until a stored step has seen it.
+    attached = {a for i in items for a in i.artifacts}
     for o in orders:
-        if o.status == "succeeded" and o.object_id and o.id not in reported:
+        unseen = o.id not in reported or (bool(items) and o.object_id not in attached)
+        if o.status == "succeeded" and o.object_id and unseen:
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
             shown.append(o.id)
         elif o.status == "failed" and o.id not in reported:

@@ -134,4 +134,34 @@ class CountingResponder:
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
+        if request.purpose != "task_step":  # background memory extraction, routing
+            from lomo.llm.offline import OfflineModel
+
+            return await OfflineModel().complete(request)
         return self.script(request, len(self.requests) - 1)
+
+
+HISTORIES = ROOT / "tests" / "histories"
+
+
+async def replay_and_maybe_record(client: Client, workflow_id: str, name: str) -> int:
+    """Replay every run of a workflow (continue-as-new makes several) against the current
+    workflow code; with LOMO_RECORD_HISTORIES=1 also store them in tests/histories/ for
+    test_replay.py. Returns the largest run's size in bytes."""
+    from temporalio.worker import Replayer
+
+    from lomo.worker import WORKFLOWS
+
+    runs = [r async for r in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
+    runs.sort(key=lambda r: r.start_time)
+    assert runs, f"no runs of {workflow_id}"
+    largest = 0
+    for n, run in enumerate(runs):
+        history = await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+        await Replayer(workflows=WORKFLOWS).replay_workflow(history)
+        text = history.to_json()
+        largest = max(largest, len(text))
+        if os.environ.get("LOMO_RECORD_HISTORIES") == "1":
+            suffix = f"_run{n + 1}" if len(runs) > 1 else ""
+            (HISTORIES / f"{name}{suffix}.json").write_text(text)
+    return largest

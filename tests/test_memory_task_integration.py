@@ -111,11 +111,7 @@ async def test_memory_outage_never_fails_the_task(
         install_services(st.settings, MemoryServices(broken, FakeEmbedder(64)))
         task = await _finished_task(st, await _post(st, "Generate an image of a red tabby cat"))
         assert task["status"] == "completed", task
-        if mode == "raise":
-            assert len(task["artifacts"]) == 1
-        # mode "hang": each step waits the whole memory bound (0.3 s); the lightweight task
-        # then ends its turn while its job still runs and completes without the artifact.
-        # That is a runtime stop-check race (reported to the runtime issue), not memory.
+        assert len(task["artifacts"]) == 1, task
         assert broken.calls >= 1
         assert "[runtime] degraded: memory:" in await _context_text(st, task["task_id"])
     await close_services()

@@ -57,12 +57,11 @@ async def test_poster_plan_budget_end_to_end(
     draft = ("generate_image", {"prompt": "poster draft"})
     provider = ScriptedProvider(
         [
+            # A question to the person (the price card) ends the turn: no reply step.
             _tools(("request_budget", {"amount_cents": 12, "purpose": "three poster drafts"})),
-            text("I asked you to approve 0.12 EUR for three drafts."),
             _tools(draft, draft, draft),  # 3 x 4 cents: within the plan, no question
             text("Three drafts are on their way."),
             _tools(draft),  # a fourth would exceed the plan: asks again
-            text("This one needs your confirmation."),
         ]
     )
     async with running_stack(

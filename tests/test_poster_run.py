@@ -16,6 +16,7 @@ from temporalio.client import Client
 
 from lomo.db.models import GenerationOrder, MessageRow
 from tests.helpers import eventually
+from tests.runtime_support import replay_and_maybe_record
 from tests.stack import Stack, running_stack
 
 pytestmark = pytest.mark.slow
@@ -136,3 +137,13 @@ async def test_poster_series_reaches_its_checkpoint_without_continue(
         t = await _until(st, tid, lambda t: t["status"] == "completed" and len(t["checklist"]) == 5)
         assert len(t["artifacts"]) == 8
         assert t["language"] == ("en" if "Make" in text else "de")
+        # The whole run replays against the current code (and is what tests/histories/
+        # keeps: cards, checkpoints, parallel calls, waits, a reopened task).
+        lang = t["language"]
+        for wf_id, name in (
+            (f"task:{tid}", f"task_poster_{lang}"),
+            (f"main:{st.user_id}", f"main_poster_{lang}"),
+            (f"memory:{st.user_id}", f"memory_poster_{lang}"),
+        ):
+            size = await replay_and_maybe_record(temporal_client, wf_id, name)
+            assert size < 400_000, (wf_id, size)

@@ -289,7 +289,9 @@ class TaskWorkflow:
                 checklist_open=state.checklist_open,
                 blocked=state.blocked,
                 checkpoint_due=state.checkpoint_due,
-                open_orders=len(self._open_orders()),
+                # A job that finished before the turn ended still has to be collected and
+                # shown: "open" until collected, not until its terminal signal.
+                open_orders=len(self._uncollected()),
                 open_cards=len(set(self.open_cards) - self.answered),
                 inbox=len(self.inbox),
                 asked_person=self._asked,
@@ -366,6 +368,9 @@ class TaskWorkflow:
         return state
 
     # --- waits ------------------------------------------------------------------------
+    def _uncollected(self) -> list[str]:
+        return [o for o in self.waiting if o not in self.collected]
+
     def _open_orders(self) -> list[str]:
         return [o for o, s in self.waiting.items() if s not in FINAL_ORDER]
 
@@ -373,7 +378,7 @@ class TaskWorkflow:
         await self._set_status("waiting_generation", waiting=True)
         for order_id in self._open_orders():
             await self._wait_terminal(order_id, honour_stop=True)
-        for order_id in [o for o in self.waiting if o not in self.collected]:
+        for order_id in self._uncollected():
             await self._collect(order_id)
         await self._set_status("running")
 
@@ -471,7 +476,7 @@ class TaskWorkflow:
             reason = "stopped by the person" if status == "stopped" else ""
             await self._set_status(status, reason)
         # Upstream jobs cannot be cancelled: let them end, keep the asset, wake nothing.
-        for order_id in [o for o in self.waiting if o not in self.collected]:
+        for order_id in self._uncollected():
             await self._wait_terminal(order_id, honour_stop=False)
             await self._collect(order_id)
         return status
@@ -568,7 +573,7 @@ class TaskWorkflow:
             turn=self.turn,
             status=self.status,
             inbox=list(self.inbox),
-            waiting_orders=self._open_orders(),
+            waiting_orders=self._uncollected(),
             open_cards=dict(self.open_cards),
             answered_cards=sorted(self.answered & set(self.open_cards)),
             idle_turns=self.idle_turns,

@@ -67,7 +67,8 @@ class View:
     latest: str  # what the person said most recently
     items: list[Item]
     answers: list[tuple[str, str, str, str]]  # card_id, title, action, option
-    succeeded: list[str]  # assets finished since the last step
+    succeeded: list[str]  # finished assets not yet on a checklist step
+    waiting: int  # jobs still running
     results: list[str]  # the last step's tool results
 
 
@@ -77,28 +78,19 @@ def is_poster_task(request: ModelRequest, person: str) -> bool:
 
 def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> ModelResponse:
     v = _read(request, lang, person, latest)
-    # Tool results are news only until the person answered something after them.
-    if v.results and not v.answers:
-        if reply := _after_calls(v):
-            return reply
     if not v.items:
         return _calls(request, _plan(v))
     steps = {i: v.items[i] for i in range(min(4, len(v.items)))}
     budget, drafts, pick, finals = steps.get(0), steps.get(1), steps.get(2), steps.get(3)
     extra = v.items[4:]
+    busy = v.waiting > 0  # jobs still running: say so and let the runtime park
     if WARMER.search(v.latest) and not any(WARMER.search(i.title) for i in extra):
         return _calls(request, _warmer(v, pick))
     for item in extra:
         if item.status != "done":
-            if v.succeeded:
+            if v.succeeded and not busy:
                 return _calls(request, [_done(item, v.succeeded)])
-            return _text(
-                v,
-                "Die wärmere Variante entsteht."
-                if v.lang == "de"
-                else "The warmer variant is on its way.",
-                request,
-            )
+            return _text(v, _say(v, "warmer_wait"), request)
     if budget and budget.status != "done":
         card = _answered(v, ("Budget",), "confirm")
         if card is None:
@@ -124,8 +116,10 @@ def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> M
     if pick and pick.status != "done":
         return _text(v, _say(v, "pick"), request)
     if finals and finals.status != "done":
-        if v.succeeded:
-            return _calls(request, [_done(finals, v.succeeded)])
+        if len(v.succeeded) >= FINALS:
+            return _calls(request, [_done(finals, v.succeeded[:FINALS])])
+        if busy or v.succeeded:
+            return _text(v, _say(v, "generating", n=FINALS), request)
         chosen = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
         return _calls(request, [_final(v, fmt, chosen) for fmt in FORMATS])
     return _text(v, _say(v, "done"), request)
@@ -152,7 +146,8 @@ def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
         (m.group(1), m.group(2), m.group(3), m.group(4) or "") for m in _ANSWER.finditer(tail)
     ]
     succeeded = _SUCCEEDED.findall(tail)
-    return View(lang, person, latest, items, answers, succeeded, results)
+    waiting = len(re.findall(r"^\[runtime\] waiting on order ", tail, re.MULTILINE))
+    return View(lang, person, latest, items, answers, succeeded, waiting, results)
 
 
 def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
@@ -162,20 +157,6 @@ def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
     for r in v.results:
         if '"status": "approved"' in r:
             return "approved"
-    return None
-
-
-def _after_calls(v: View) -> ModelResponse | None:
-    joined = " ".join(v.results)
-    if '"needs_confirmation"' in joined:
-        return _reply(v, "budget_wait")
-    if '"status": "submitted"' in joined:
-        n = joined.count('"status": "submitted"')
-        return _reply(v, "generating", n=n)
-    if '"status": "asked"' in joined:
-        return _reply(v, "pick")
-    if '"error"' in joined and '"checklist"' not in joined:
-        return _reply(v, "problem", detail=v.results[0][:300])
     return None
 
 
@@ -264,23 +245,13 @@ _SAY = {
     "drafts_wait": ("The drafts are still being generated.", "Die Entwürfe werden noch generiert."),
     "pick": ("Which draft do you like best?", "Welcher Entwurf gefällt dir am besten?"),
     "done": ("The poster series is finished.", "Die Plakatserie ist fertig."),
-    "problem": ("Something went wrong: {detail}", "Etwas ist schiefgegangen: {detail}"),
+    "warmer_wait": ("The warmer variant is on its way.", "Die wärmere Variante entsteht."),
 }
 
 
 def _say(v: View, key: str, **kw: object) -> str:
     en, de = _SAY[key]
     return (de if v.lang == "de" else en).format(**kw)
-
-
-def _reply(v: View, key: str, **kw: object) -> ModelResponse:
-    text = _say(v, key, **kw)
-    return ModelResponse(
-        content=[TextBlock(text=text)],
-        stop_reason="end_turn",
-        usage=Usage(input_tokens=0, output_tokens=len(text) // 4 + 1),
-        model="lomo-offline",
-    )
 
 
 def _text(v: View, text: str, request: ModelRequest) -> ModelResponse:
