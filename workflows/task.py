@@ -145,8 +145,10 @@ class TaskWorkflow:
 
     @resume.validator
     def _validate_resume(self, inp: ResumeInput) -> None:
-        if self.status in TERMINAL_TASK_STATUSES and self.status != "completed":
-            raise ApplicationError(f"task is {self.status} and cannot resume", type="TaskClosed")
+        # A workflow that is still running while "stopped" was stopped by the runtime (a
+        # limit, a blocked step) and can go on; the person's own stop ends the workflow.
+        if self._must_end():
+            raise ApplicationError("task is being stopped and cannot resume", type="TaskClosed")
         if self.status not in ("paused", "stopped"):
             raise ApplicationError(f"task is {self.status}, not paused", type="NotPaused")
         for v in (inp.max_steps_per_turn, inp.max_turns_without_progress):

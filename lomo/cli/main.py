@@ -124,13 +124,15 @@ def tasks(
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """List tasks (from the DB projection); --stuck N: waiting longer than N minutes."""
+    """List tasks (from the DB projection); --stuck N: live task workflows parked longer
+    than N minutes, found through Temporal's search attributes (as in the Web UI)."""
+    s = _settings(data_dir)
+    if stuck is not None:
+        raise typer.Exit(asyncio.run(_stuck(s, stuck, user)))
     from sqlalchemy import select
 
     from lomo.db.engine import Database
     from lomo.db.models import Task
-
-    s = _settings(data_dir)
 
     async def run() -> list[Task]:
         db = Database(s.resolved_database_url)
@@ -139,12 +141,6 @@ def tasks(
                 q = select(Task).order_by(Task.created_at)
                 if user:
                     q = q.where(Task.user_id == user)
-                if stuck is not None:
-                    cutoff = datetime.now(UTC) - timedelta(minutes=stuck)
-                    q = q.where(
-                        Task.status.in_(("waiting_generation", "waiting_user")),
-                        Task.updated_at < cutoff,
-                    )
                 return list(await session.scalars(q))
         finally:
             await db.dispose()
@@ -153,6 +149,38 @@ def tasks(
         typer.echo(
             f"{t.id}\t{t.user_id}\t{t.kind}\t{t.status}\t{t.updated_at:%Y-%m-%dT%H:%M:%S}\t{t.goal[:60]}"
         )
+
+
+def stuck_query(minutes: float, user: str | None, now: datetime) -> str:
+    """The visibility query an operator would type into the Temporal Web UI."""
+    cutoff = (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    q = (
+        'WorkflowType = "TaskWorkflow" AND ExecutionStatus = "Running" AND '
+        'LomoTaskStatus IN ("waiting_generation", "waiting_user", "paused") AND '
+        f'LomoWaitingSince < "{cutoff}"'
+    )
+    return q + (f' AND LomoUserId = "{user}"' if user else "")
+
+
+async def _stuck(s: Settings, minutes: float, user: str | None) -> int:
+    from lomo.temporal import connect
+
+    try:
+        client = await asyncio.wait_for(connect(s), 30)
+    except (RuntimeError, TimeoutError) as e:
+        typer.echo(f"cannot reach Temporal at {s.resolved_temporal_address}: {e}", err=True)
+        return 2
+    query = stuck_query(minutes, user, datetime.now(UTC))
+    async for wf in client.list_workflows(query):
+        attrs = wf.typed_search_attributes
+        status = next((p.value for p in attrs if p.key.name == "LomoTaskStatus"), "")
+        since = next((p.value for p in attrs if p.key.name == "LomoWaitingSince"), None)
+        typer.echo(
+            f"{wf.id}\t{status}\twaiting since {since:%Y-%m-%dT%H:%M:%S}"
+            if since
+            else f"{wf.id}\t{status}"
+        )
+    return 0
 
 
 @app.command()
