@@ -84,6 +84,7 @@ class Settings(BaseSettings):
 
     # Memory (issue 7)
     memory_timeout_seconds: float = 2.0  # retrieval bound; past it the step goes on without
+    memory_forget_wait_seconds: float = 20.0  # a card action waits this long for the cascade
     memory_top_k: int = 8  # retrieved memories per context
     memory_profile_items: int = 20  # the profile stays small
     memory_retry_seconds: float = 300.0  # a failed extraction is tried again after this

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -46,10 +47,19 @@ async def request_forget_card(
 
 
 async def _start_cascade(state: Any, card: Card) -> None:
+    """Forget before anything else hears of the answer (the card's task wakes after this),
+    bounded: if the worker is slow the cascade still runs, just after the wake-up."""
     if confirmed(card):
-        from memory.dispatch import request_forget
+        from memory.dispatch import forget_and_wait, request_forget
 
-        await request_forget(await state.temporal(), state.settings, card.user_id, card.id)
+        client = await state.temporal()
+        try:
+            await asyncio.wait_for(
+                forget_and_wait(client, state.settings, card.user_id, card.id),
+                state.settings.memory_forget_wait_seconds,
+            )
+        except TimeoutError:
+            await request_forget(client, state.settings, card.user_id, card.id)
 
 
 FORGET_EFFECT = CardEffect(after_commit=_start_cascade)

@@ -51,3 +51,18 @@ async def request_correction(
         "correct", evidence_id, start_workflow_operation=start, result_type=CorrectOutput
     )
     return result
+
+
+async def forget_and_wait(client: Client, settings: Settings, user_id: str, card_id: str) -> str:
+    """Run the confirmed forget now and return once it ran (or why it will run later)."""
+    start = WithStartWorkflowOperation(
+        MemoryWorkflow.run,
+        MemoryInput(user_id, settings.memory_retry_seconds),
+        id=workflow_id(user_id),
+        task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    result: str = await client.execute_update_with_start_workflow(
+        "forget_and_wait", card_id, start_workflow_operation=start, result_type=str
+    )
+    return result

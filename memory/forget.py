@@ -37,7 +37,7 @@ from memory.models import (
     Summary,
     Suppression,
 )
-from memory.text import normalize, text_hash, tokens
+from memory.text import text_hash, tokens
 
 _REPLAYABLE = ("ORIGIN", "REFINE", "CONFIRM", "CHANGE", "CORRECT")
 
@@ -99,18 +99,20 @@ async def resolve_evidence(
             )
         )
     if text:
-        needle = normalize(text)
+        # People paraphrase what they want forgotten ("our brand colour is blue" for "our
+        # brand's main colour is blue"): every content word of the request must occur.
+        needle = tokens(text)
         if not needle:
             raise InvalidInput("text has no words to forget")
         for ev in await s.scalars(select(Evidence).where(Evidence.user_id == user_id)):
-            if needle in normalize(ev.text):
+            if needle <= tokens(ev.text):
                 ids.add(ev.id)
         for v in await s.scalars(
             select(MemoryVersion).where(
                 MemoryVersion.user_id == user_id, MemoryVersion.status != "deleted"
             )
         ):
-            if needle in normalize(v.content):
+            if needle <= tokens(v.content):
                 ids |= set(
                     await s.scalars(
                         select(MemoryLink.source_id).where(

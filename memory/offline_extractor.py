@@ -178,6 +178,9 @@ def _sentence_candidates(
     return []
 
 
+_FORGET_REQUEST = re.compile(r"^\s*(?:please\s+|bitte\s+)?(?:forget|vergiss)\b", re.I)
+
+
 def offline_extract(request: ModelRequest) -> ModelResponse:
     text = " ".join(
         b.text
@@ -189,6 +192,8 @@ def offline_extract(request: ModelRequest) -> ModelResponse:
     existing = _existing(request)
     candidates: list[dict[str, object]] = []
     for sentence in _SENTENCE.findall(text):
+        if _FORGET_REQUEST.match(sentence):
+            continue  # "forget that X" asks to drop X; it never states X
         explicit = bool(_EXPLICIT.search(sentence))
         body = _EXPLICIT.sub("", sentence) if explicit else sentence
         body = re.sub(r"^\s*(?:that|dass)\s+", "", body, flags=re.I)

@@ -54,6 +54,15 @@ class MemoryWorkflow:
     def forget(self, card_id: str) -> None:
         self._add(MemoryJob("forget", card_id))
 
+    @workflow.update(name="forget_and_wait")
+    async def forget_and_wait(self, card_id: str) -> str:
+        """The forget cascade, answered once it ran: the api wakes the card's task only
+        after this, so the task's next context is already without the forgotten content."""
+        self._add(MemoryJob("forget", card_id))
+        key = f"forget:{card_id}"
+        await workflow.wait_condition(lambda: key in self.results)
+        return str(self.results.pop(key))
+
     @workflow.update(name="correct")
     async def correct(self, evidence_id: str) -> CorrectOutput:
         self._add(MemoryJob("correct", evidence_id))
@@ -117,6 +126,7 @@ class MemoryWorkflow:
                 await workflow.execute_activity(
                     "memory_forget", ForgetInput(user_id, job.ref), result_type=ForgetOutput, **opts
                 )
+                self.results[f"forget:{job.ref}"] = "forgotten"
             else:
                 self.results[f"correct:{job.ref}"] = await workflow.execute_activity(
                     "memory_correct",
@@ -129,6 +139,8 @@ class MemoryWorkflow:
             final = isinstance(cause, ApplicationError) and cause.non_retryable
             if job.kind == "correct":
                 self.results[f"correct:{job.ref}"] = str(cause or e)
+            if job.kind == "forget":
+                self.results[f"forget:{job.ref}"] = f"not yet: {cause or e}"
             elif final or job.attempts + 1 >= MAX_ROUNDS:
                 workflow.logger.warning("memory %s %s dropped: %s", job.kind, job.ref, cause)
             else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from lomo.llm.offline_tasks import is_poster_task, person_texts, poster_step
+from lomo.llm.offline_tasks import forget_step, is_poster_task, person_texts, poster_step
 from lomo.llm.types import (
     Message,
     ModelRequest,
@@ -78,6 +78,8 @@ class OfflineModel:
 
             return offline_extract(request)
         person = person_texts(request.messages)
+        if forget := forget_step(request, person):
+            return forget
         if is_poster_task(request, " ".join(person)):
             lang = detect_language(" ".join(person))
             latest = person[-1] if person else ""

@@ -120,7 +120,13 @@ def _decide_duplicate(cands: list[_Cand]) -> dict[str, object]:
     return {"decision": "new", "reason": "the differing words name another goal"}
 
 
+_FORGET = re.compile(r"^\s*(please\s+)?(forget|vergiss)\b", re.IGNORECASE)
+
+
 def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
+    if _FORGET.search(text):
+        # Forgetting is irreversible: a small task of its own asks on a forget card.
+        return {"decision": "lightweight", "reason": "a request to forget"}
     if m := _TASK_ID.search(text):
         return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
     terms = [t for t in content_terms(text) if t not in FILLER]

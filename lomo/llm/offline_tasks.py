@@ -288,3 +288,39 @@ def person_texts(messages: list[Message]) -> list[str]:
         for b in m.content
         if isinstance(b, TextBlock) and not b.text.startswith("[runtime]")
     ]
+
+
+_FORGET = re.compile(
+    r"^\s*(?:please\s+)?(?:forget|vergiss)\s*,?\s*(?:that|dass)?\s*(?P<what>.+?)[.!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | None:
+    """ "Forget that our brand colour is blue": ask on a forget card (the memory service
+    acts only on the person's confirmation), then say what happened."""
+    m = _FORGET.match(person[0]) if person else None
+    if m is None:
+        return None
+    lang = "de" if re.match(r"\s*vergiss", person[0], re.IGNORECASE) else "en"
+    tail = next(
+        (
+            b.text
+            for b in (request.messages[-1].content if request.messages else [])
+            if isinstance(b, TextBlock) and b.text.startswith("[runtime]")
+        ),
+        "",
+    )
+    answer = _ANSWER.search(tail)
+    if answer is None:
+        return _calls(request, [("forget_memory", {"text": m.group("what")})])
+    if answer.group(3) == "confirm":
+        reply = "Vergessen." if lang == "de" else "Forgotten."
+    else:
+        reply = "Gut, ich behalte es." if lang == "de" else "Alright, I'll keep it."
+    return ModelResponse(
+        content=[TextBlock(text=reply)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=_tokens(request), output_tokens=4),
+        model="lomo-offline",
+    )
