@@ -24,6 +24,7 @@ from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.llm.offline import detect_language
 from lomo.llm.types import ModelProvider, ModelRequest
+from lomo.money.policy import set_autonomy
 from lomo.routing.cards import NEW_OPTION
 from lomo.routing.deterministic import RESTARTABLE
 from lomo.routing.duplicates import likely_duplicates
@@ -191,6 +192,9 @@ class RoutingActivities:
         )
         s.add(task)
         await s.flush()
+        if msg.channel == "api":
+            # Paid calls arriving through the open API are confirmed one by one (§8.4).
+            await set_autonomy(s, msg.user_id, task.id, "ask")
         await append_event(s, msg.user_id, "task.created", {"task_id": task.id, "kind": kind})
         return self._plan(decision, msg.id, task.id, kind)
 

@@ -20,6 +20,7 @@ from api.routes import (
     objects,
     tasks,
     thread,
+    tokens,
     users,
 )
 from api.routes import memory as memory_routes
@@ -63,7 +64,7 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     else:
         app.state.temporal = _lazy_temporal(settings)
     errors.install(app)
-    for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks):
+    for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks, tokens):
         app.include_router(r.router)
     app.include_router(budget.router)
     app.include_router(memory_routes.router)

@@ -10,7 +10,7 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio.client import Client
 
-from lomo.auth import user_for_token
+from lomo.auth import principal_for_token
 from lomo.db.engine import Database
 from lomo.db.models import User
 from lomo.errors import Unauthorized
@@ -50,12 +50,21 @@ def _bearer(authorization: str | None) -> str:
 
 
 async def current_user(
+    request: Request,
     db: Annotated[Database, Depends(get_db)],
     authorization: Annotated[str | None, Header()] = None,
 ) -> User:
     token = _bearer(authorization)
     async with db.session() as s:
-        return await user_for_token(s, token)
+        user, channel = await principal_for_token(s, token)
+    request.state.channel = channel
+    return user
+
+
+def current_channel(request: Request, _: Annotated[User, Depends(current_user)]) -> str:
+    """`app` for the person's own token, `api` for an open-API token."""
+    channel: str = request.state.channel
+    return channel
 
 
 def require_admin(
@@ -72,5 +81,6 @@ DbDep = Annotated[Database, Depends(get_db)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 UserDep = Annotated[User, Depends(current_user)]
+ChannelDep = Annotated[str, Depends(current_channel)]
 AssetsDep = Annotated[BlobStore, Depends(get_assets)]
 AdminDep = Annotated[None, Depends(require_admin)]

@@ -8,7 +8,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.models import User
+from lomo.db.models import ApiToken, User
 from lomo.errors import Unauthorized
 from lomo.ids import new_id
 
@@ -30,7 +30,24 @@ async def create_user(
 
 
 async def user_for_token(session: AsyncSession, token: str) -> User:
-    user = await session.scalar(select(User).where(User.token_hash == hash_token(token)))
-    if user is None:
-        raise Unauthorized("unknown or revoked token")
-    return user
+    return (await principal_for_token(session, token))[0]
+
+
+async def principal_for_token(session: AsyncSession, token: str) -> tuple[User, str]:
+    """The person behind a token and the channel it speaks for: `app` or the open `api`."""
+    digest = hash_token(token)
+    user = await session.scalar(select(User).where(User.token_hash == digest))
+    if user is not None:
+        return user, "app"
+    api = await session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if api is not None and (owner := await session.get(User, api.user_id)) is not None:
+        return owner, "api"
+    raise Unauthorized("unknown or revoked token")
+
+
+async def create_api_token(session: AsyncSession, user_id: str, name: str) -> tuple[str, str]:
+    token = f"lomo_api_{secrets.token_urlsafe(32)}"
+    row = ApiToken(id=new_id("tok"), user_id=user_id, name=name, token_hash=hash_token(token))
+    session.add(row)
+    await session.flush()
+    return row.id, token

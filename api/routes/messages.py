@@ -7,12 +7,13 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import deliver_to_task, route_via_main
 from lomo.db.models import MessageRow
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.money.policy import set_autonomy
 from lomo.routing.deterministic import resolve_target
 from memory.dispatch import request_extraction
 from workspace.store import get_object, link_task
@@ -46,7 +47,13 @@ def message_view(m: MessageRow) -> dict[str, Any]:
 
 
 async def accept_message(
-    body: MessageIn, user: Any, db: Any, settings: Any, temporal: Any, task_id: str | None
+    body: MessageIn,
+    user: Any,
+    db: Any,
+    settings: Any,
+    temporal: Any,
+    task_id: str | None,
+    channel: str = "app",
 ) -> tuple[dict[str, Any], int]:
     if len(body.text) > settings.max_message_chars:
         raise InvalidInput(f"text is longer than {settings.max_message_chars} characters")
@@ -77,14 +84,18 @@ async def accept_message(
             deterministic=task_id is not None,
             decision="existing" if task_id else None,
             task_id=task_id,
+            channel=channel,
         )
         s.add(msg)
         try:
             await s.flush()
         except IntegrityError:  # a concurrent duplicate won the race
             await s.rollback()
-            return await accept_message(body, user, db, settings, temporal, task_id)
+            return await accept_message(body, user, db, settings, temporal, task_id, channel)
         await append_event(s, user.id, "message.received", {"message_id": msg.id})
+        if task_id and channel == "api":
+            # A task driven through the open API confirms each paid call (§8.4).
+            await set_autonomy(s, user.id, task_id, "ask")
         if task_id:
             # The task references what the message points at (change notices follow it).
             for oid in dict.fromkeys(o for o in (body.object_id, *body.attachments) if o):
@@ -110,9 +121,14 @@ async def accept_message(
 
 @router.post("/messages", status_code=202)
 async def post_message(
-    body: MessageIn, user: UserDep, db: DbDep, settings: SettingsDep, temporal: TemporalDep
+    body: MessageIn,
+    user: UserDep,
+    channel: ChannelDep,
+    db: DbDep,
+    settings: SettingsDep,
+    temporal: TemporalDep,
 ) -> dict[str, Any]:
-    result, _ = await accept_message(body, user, db, settings, temporal, body.task_id)
+    result, _ = await accept_message(body, user, db, settings, temporal, body.task_id, channel)
     return result
 
 

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from activities.checklist import item_view, load_items
-from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.routes.messages import MessageIn, accept_message
 from lomo.cards import card_view
@@ -110,12 +110,13 @@ async def post_task_message(
     task_id: str,
     body: TaskMessageIn,
     user: UserDep,
+    channel: ChannelDep,
     db: DbDep,
     settings: SettingsDep,
     temporal: TemporalDep,
 ) -> dict[str, Any]:
     full = MessageIn(text=body.text, client_message_id=body.client_message_id, task_id=task_id)
-    result, _ = await accept_message(full, user, db, settings, temporal, task_id)
+    result, _ = await accept_message(full, user, db, settings, temporal, task_id, channel)
     return result
 
 

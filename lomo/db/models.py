@@ -54,6 +54,7 @@ class MessageRow(Base):
     task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     processed_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
     processed_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    channel: Mapped[str] = mapped_column(String(10), default="app")  # app | api
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -214,3 +215,15 @@ class ChecklistItem(Base):
     done_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiToken(Base):
+    """A token for the open API (programmatic clients). Tasks it drives confirm every paid
+    call one by one (article §8.4); the person's app token is `users.token_hash`."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

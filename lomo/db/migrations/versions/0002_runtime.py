@@ -56,6 +56,22 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_checklist_items_task_id", "checklist_items", ["task_id"])
+    op.create_table(
+        "api_tokens",
+        sa.Column("id", sa.String(length=40), nullable=False),
+        sa.Column("user_id", sa.String(length=40), nullable=False),
+        sa.Column("name", sa.String(length=200), nullable=False),
+        sa.Column("token_hash", sa.String(length=64), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"]),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("token_hash"),
+    )
+    op.create_index("ix_api_tokens_user_id", "api_tokens", ["user_id"])
+    with op.batch_alter_table("messages") as batch:
+        batch.add_column(
+            sa.Column("channel", sa.String(length=10), nullable=False, server_default="app")
+        )
     with op.batch_alter_table("tasks") as batch:
         batch.add_column(sa.Column("status_reason", sa.Text(), nullable=False, server_default=""))
         batch.add_column(sa.Column("briefing", sa.Text(), nullable=False, server_default=""))
@@ -65,5 +81,8 @@ def downgrade() -> None:
     with op.batch_alter_table("tasks") as batch:
         batch.drop_column("briefing")
         batch.drop_column("status_reason")
+    with op.batch_alter_table("messages") as batch:
+        batch.drop_column("channel")
+    op.drop_table("api_tokens")
     op.drop_table("checklist_items")
     op.drop_table("cards")
