@@ -99,6 +99,8 @@ async def main(n: int, window: float) -> None:
                 LOMO_SIM_PORT=str(sim_port),
                 LOMO_MODEL_PROVIDER="offline",
                 LOMO_GENERATION_WAIT_SECONDS="3600",  # no compensating poll in the window
+                # Every image within the free amounts: no price card parks a task elsewhere.
+                LOMO_DAILY_FREE_CENTS="1000000",
             )
             worker = spawn_worker(env, tmp / "worker.log")
             await asyncio.sleep(8)  # imports and first poll
