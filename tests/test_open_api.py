@@ -58,7 +58,7 @@ async def test_open_api_calls_are_confirmed_one_by_one(
         assert len(t["artifacts"]) == 1
 
         # A request from the person's app runs within the free amount, unasked.
-        parrot = {"text": "Paint a picture of a parrot"}
+        parrot = {"text": "Paint a picture of a green parrot"}  # a colour, yet new work
         mid = (await st.api.post("/v1/messages", json=parrot, headers=st.auth)).json()["message_id"]
         tid2 = await _task_of(st, mid, st.auth)
         assert tid2 != tid, (await st.api.get(f"/v1/messages/{mid}", headers=st.auth)).json()

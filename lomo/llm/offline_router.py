@@ -28,8 +28,13 @@ _FOLLOWUP = re.compile(
     r"also|another version|add|remove|replace|swap|from last time|last time|earlier|"
     r"mach|ändere|ändern|anpassen|pass|nochmal|noch einmal|wieder|stattdessen|wärmer|"
     r"kühler|heller|dunkler|größer|kleiner|weicher|mehr|weniger|etwas|bisschen|auch|"
-    r"füge|entferne|ersetze|vom letzten mal|von neulich|neulich|letzten mal|"
-    r"blue|red|green|yellow|orange|purple|pink|black|white|"
+    r"füge|entferne|ersetze|vom letzten mal|von neulich|neulich|letzten mal)\b",
+    re.I,
+)
+# A colour alone changes earlier work ("the poster in blue"), but inside a new generation
+# request it only describes the new subject ("a picture of a green parrot").
+_COLOUR = re.compile(
+    r"\b(blue|red|green|yellow|orange|purple|pink|black|white|"
     r"blau|blaue|blauem|blauen|rot|rote|roten|grün|grüne|grünen|gelb|gelbe|lila|rosa)\b",
     re.I,
 )
@@ -130,7 +135,8 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
     if m := _TASK_ID.search(text):
         return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
     terms = [t for t in content_terms(text) if t not in FILLER]
-    followup = bool(_FOLLOWUP.search(text))
+    new_request = bool(_IMAGE.search(text) or _VIDEO.search(text))
+    followup = bool(_FOLLOWUP.search(text)) or (bool(_COLOUR.search(text)) and not new_request)
     deictic = bool(_DEICTIC.search(text))
     overlap = {c.task_id: len(set(terms) & set(c.terms) - _MEDIA_TERMS) for c in cands}
     best = max(overlap.values(), default=0)
