@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Literal
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.errors import InvalidInput
@@ -73,54 +73,41 @@ async def put_budget_settings(
     return row
 
 
+async def _unrefunded_reserves(
+    s: AsyncSession, user_id: str, grant: str, *conditions: ColumnElement[bool]
+) -> int:
+    """Cents reserved under `grant` (and `conditions`) whose reservation was not refunded."""
+    refund = LedgerEntry.__table__.alias("refund")
+    used = await s.scalar(
+        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
+        .select_from(LedgerEntry)
+        .outerjoin(
+            refund,
+            and_(
+                refund.c.user_id == LedgerEntry.user_id,
+                refund.c.key == LedgerEntry.key,
+                refund.c.kind == "refund",
+            ),
+        )
+        .where(
+            LedgerEntry.user_id == user_id,
+            LedgerEntry.kind == "reserve",
+            LedgerEntry.grant == grant,
+            refund.c.id.is_(None),
+            *conditions,
+        )
+    )
+    return int(used or 0)
+
+
 async def daily_free_used(s: AsyncSession, user_id: str) -> int:
     """Cents reserved today without a question, minus what was refunded of those."""
     day = datetime.combine(now().date(), time.min, tzinfo=UTC)
-    refund = LedgerEntry.__table__.alias("refund")
-    used = await s.scalar(
-        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
-        .select_from(LedgerEntry)
-        .outerjoin(
-            refund,
-            and_(
-                refund.c.user_id == LedgerEntry.user_id,
-                refund.c.key == LedgerEntry.key,
-                refund.c.kind == "refund",
-            ),
-        )
-        .where(
-            LedgerEntry.user_id == user_id,
-            LedgerEntry.kind == "reserve",
-            LedgerEntry.grant == "free",
-            LedgerEntry.created_at >= day,
-            refund.c.id.is_(None),
-        )
-    )
-    return int(used or 0)
+    return await _unrefunded_reserves(s, user_id, "free", LedgerEntry.created_at >= day)
 
 
 async def plan_used(s: AsyncSession, user_id: str, task_id: str) -> int:
-    refund = LedgerEntry.__table__.alias("refund")
-    used = await s.scalar(
-        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
-        .select_from(LedgerEntry)
-        .outerjoin(
-            refund,
-            and_(
-                refund.c.user_id == LedgerEntry.user_id,
-                refund.c.key == LedgerEntry.key,
-                refund.c.kind == "refund",
-            ),
-        )
-        .where(
-            LedgerEntry.user_id == user_id,
-            LedgerEntry.kind == "reserve",
-            LedgerEntry.grant == "plan",
-            LedgerEntry.task_id == task_id,
-            refund.c.id.is_(None),
-        )
-    )
-    return int(used or 0)
+    return await _unrefunded_reserves(s, user_id, "plan", LedgerEntry.task_id == task_id)
 
 
 async def autonomy(s: AsyncSession, task_id: str) -> str:
