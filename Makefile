@@ -23,9 +23,10 @@ up: install
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	$(PY) tools/check_layers.py
 
 typecheck: install
-	.venv/bin/mypy lomo workflows activities api memory workspace sim
+	.venv/bin/mypy lomo llm vectors money routing memory workspace workflows activities api cli sim
 
 pytest: install
 	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)

@@ -14,10 +14,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from llm.types import ToolSpec
 from lomo.cards import CardEffect, confirmed, create_card
 from lomo.db.models import Card, ChecklistItem, GenerationOrder, WorkObject
 from lomo.events import append_event
-from lomo.llm.types import ToolSpec
 
 ITEM_STATUSES = ("open", "in_progress", "done", "blocked", "skipped")
 CLOSED = ("done", "skipped")

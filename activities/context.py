@@ -20,6 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.checklist import load_items
 from activities.toolkit import Tool
+from llm.types import (
+    Block,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    SystemBlock,
+    TextBlock,
+    ToolResultBlock,
+)
 from lomo.db.models import (
     Card,
     GenerationOrder,
@@ -28,15 +37,6 @@ from lomo.db.models import (
     Task,
     ToolCall,
     WorkObject,
-)
-from lomo.llm.types import (
-    Block,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    SystemBlock,
-    TextBlock,
-    ToolResultBlock,
 )
 
 SYSTEM_RULES = (

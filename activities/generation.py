@@ -1,7 +1,7 @@
 """Paid generation: the generation tools, polling and collection.
 
 An order per paid call, unique on (workspace, idempotency_key = call_id). Money and the job
-state machine live in lomo/money/orders.py; the callback route and the compensating poll
+state machine live in money/orders.py; the callback route and the compensating poll
 share `record_job_state`, so a lost callback and a delivered one end the same way, and the
 order settles or refunds exactly once in its terminal transition.
 """
@@ -19,13 +19,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from llm.types import ToolSpec
 from lomo.cards import confirmed, create_card
-from lomo.catalogue import CATALOGUE, ModelSpec, validate_request
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
-from lomo.llm.types import ToolSpec
-from lomo.money.orders import (
+from money.catalogue import CATALOGUE, ModelSpec, validate_request
+from money.orders import (
     ORDER_RANK,
     TERMINAL_ORDER,
     UNCLEAR_SUBMIT,
@@ -101,7 +101,7 @@ class GenerateTool(Tool):
     quote (catalogue) → authorize + reserve (`place_order`, one transaction) or a `price`
     card → claim the one submit → POST upstream with idempotency_key=call_id → persist the
     job id at once. An unclear submit (timeout, broken connection) fails the order and
-    refunds it; it is never resubmitted (see lomo/money/orders.py)."""
+    refunds it; it is never resubmitted (see money/orders.py)."""
 
     idempotent = True
 

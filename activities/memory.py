@@ -12,10 +12,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from llm.types import ModelProvider, ToolSpec
 from lomo.cards import confirmed
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound
-from lomo.llm.types import ModelProvider, ToolSpec
 from memory.candidates import Candidate
 from memory.cards import request_forget_card
 from memory.chains import Touched, apply_candidate

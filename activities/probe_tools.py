@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
-from lomo.llm.types import ToolSpec
+from llm.types import ToolSpec
 
 _SCHEMA = {
     "type": "object",

@@ -13,12 +13,12 @@ from activities.probe_tools import probe_tools
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.toolkit import Tool, ToolDeps
+from activities.workspace_tools import workspace_tools
+from llm.providers import build_provider
+from llm.types import ModelProvider
 from lomo.db.engine import Database
-from lomo.llm.providers import build_provider
-from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
 from workspace.blobs import make_asset_store
-from workspace.tools import workspace_tools
 
 
 def build_tools(deps: ToolDeps) -> dict[str, Tool]:

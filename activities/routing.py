@@ -16,24 +16,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from llm.types import ModelProvider, ModelRequest
 from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow, Task, TaskObject
-from lomo.embeddings import Embedder, get_embedder
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.llm.offline import detect_language
-from lomo.llm.types import ModelProvider, ModelRequest
-from lomo.money.policy import set_autonomy
-from lomo.routing.cards import NEW_OPTION
-from lomo.routing.deterministic import RESTARTABLE
-from lomo.routing.duplicates import likely_duplicates
-from lomo.routing.index import Candidate, TaskIndex
-from lomo.routing.models import RoutingRecord
-from lomo.routing.prompt import clip, duplicate_request, route_call, route_request
-from lomo.routing.types import DECISIONS, RoutePlan, RouteRequest
 from lomo.settings import Settings
-from lomo.vectors.base import VectorIndex
+from money.catalogue import catalogue_text
+from money.policy import set_autonomy
+from routing.cards import NEW_OPTION
+from routing.deterministic import RESTARTABLE
+from routing.duplicates import likely_duplicates
+from routing.index import Candidate, TaskIndex
+from routing.models import RoutingRecord
+from routing.prompt import clip, duplicate_request, route_call, route_request
+from routing.text import detect_language
+from routing.types import DECISIONS, RoutePlan, RouteRequest
+from vectors.base import VectorIndex
+from vectors.embeddings import Embedder, get_embedder
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class RoutingActivities:
         self.provider = provider
         self.settings = settings
         if vectors is None:
-            from lomo.vectors import open_vector_index
+            from vectors import open_vector_index
 
             vectors = open_vector_index(settings)
         self.index = TaskIndex(embedder or get_embedder(settings), vectors)
@@ -93,7 +94,7 @@ class RoutingActivities:
                 pinned,
             )
         now = self.clock()
-        call = await self._ask(route_request(text, cands, now))
+        call = await self._ask(route_request(text, cands, now, catalogue_text()))
         calls = 1
         if call["decision"] == "new":
             async with self.db.session() as s:
@@ -101,7 +102,7 @@ class RoutingActivities:
                     self.index, s, inp.user_id, text, vector, self.settings.routing_duplicate_window
                 )
             if suspects:
-                second = await self._ask(duplicate_request(text, suspects, now))
+                second = await self._ask(duplicate_request(text, suspects, now, catalogue_text()))
                 calls += 1
                 if second["decision"] != "new":
                     call = {**call, **second}

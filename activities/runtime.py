@@ -15,10 +15,10 @@ from activities.checklist import CLOSED, load_items
 from activities.context import ContextExtras, build_context
 from activities.heartbeat import heartbeating
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from llm.types import ModelProvider, ModelResponse
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
-from lomo.llm.types import ModelProvider, ModelResponse
 from memory.context import exclusions, memory_for_context, record_usage
 from workflows.types import (
     TERMINAL_TASK_STATUSES,

@@ -5,9 +5,9 @@ it), whether it is idempotent, and `run`. The runtime's `run_tool` activity jour
 call under its `call_id` (the business idempotency key) and dispatches to the tool; tools
 never retry by themselves (Temporal owns retries) and never see workflow state.
 
-Tool sets live with their areas: generation tools in `activities/generation.py`, workspace
-tools in `workspace/tools.py`, memory tools in `activities/memory.py`; `activities/registry.py`
-assembles them.
+Tool sets live beside their areas: generation tools in `activities/generation.py`,
+workspace tools in `activities/workspace_tools.py`, memory tools in `activities/memory.py`;
+`activities/registry.py` assembles them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import httpx
 
+from llm.types import ToolSpec
 from lomo.db.engine import Database
-from lomo.llm.types import ToolSpec
 from lomo.settings import Settings
 from workspace.store import BlobStore
 

@@ -1,19 +1,50 @@
-"""Which area acts on which card kind (each area owns its effect; see lomo/cards.py)."""
+"""Which area acts on which card kind (each area owns its effect; see lomo/cards.py).
+
+Effects that only touch the DB live with their area; the two that hand work to a workflow
+(clarify → the main thread, forget → the memory workflow) are composed here, since only
+the api layer may start workflows.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from activities.checklist import DECISION_EFFECT
-from lomo.cards import CardEffect
-from lomo.money.cards import PRICE_EFFECT
-from lomo.routing.cards import CLARIFY_EFFECT
-from memory.cards import FORGET_EFFECT
+from api.dispatch import route_via_main
+from api.memory_dispatch import forget_and_wait, request_forget
+from lomo.cards import CardEffect, confirmed
+from lomo.db.models import Card
+from money.cards import PRICE_EFFECT
 from workspace.cards import DELETE_EFFECT
+
+
+async def _hand_to_main_thread(state: Any, card: Card) -> None:
+    # The same door every unrouted message uses, so the answer is serialized with the
+    # person's other messages; the main thread routes it without a model call.
+    await route_via_main(await state.temporal(), state.settings, card.user_id, card.id)
+
+
+async def _start_cascade(state: Any, card: Card) -> None:
+    """Forget before anything else hears of the answer (the card's task wakes after this),
+    bounded: if the worker is slow the cascade still runs, just after the wake-up."""
+    if not confirmed(card):
+        return
+    client = await state.temporal()
+    try:
+        await asyncio.wait_for(
+            forget_and_wait(client, state.settings, card.user_id, card.id),
+            state.settings.memory_forget_wait_seconds,
+        )
+    except TimeoutError:
+        await request_forget(client, state.settings, card.user_id, card.id)
+
 
 EFFECTS: dict[str, CardEffect] = {
     "confirm": DECISION_EFFECT,
     "select": DECISION_EFFECT,
     "price": PRICE_EFFECT,
-    "clarify": CLARIFY_EFFECT,
-    "forget": FORGET_EFFECT,
+    "clarify": CardEffect(after_commit=_hand_to_main_thread),
+    "forget": CardEffect(after_commit=_start_cascade),
     "delete": DELETE_EFFECT,
 }

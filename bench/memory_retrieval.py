@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lomo.vectors import VectorPoint
-from lomo.vectors.edge import EdgeVectorIndex
 from memory.services import KEYWORD_FIELDS
+from vectors import VectorPoint
+from vectors.edge import EdgeVectorIndex
 
 log = logging.getLogger("bench.memory_retrieval")
 DIM = 512

@@ -26,18 +26,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import insert
 
 from activities.routing import RoutingActivities
+from llm.standin.model import OfflineModel
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
 from lomo.db.models import MessageRow, Task
-from lomo.embeddings import get_embedder
 from lomo.ids import new_id
-from lomo.llm.offline import OfflineModel
-from lomo.routing.models import RoutingRecord
-from lomo.routing.types import RouteRequest
 from lomo.settings import Settings
-from lomo.vectors.edge import EdgeVectorIndex
+from routing.models import RoutingRecord
+from routing.types import RouteRequest
 from tests.routing_eval.support import CountingProvider
+from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import get_embedder
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SUBJECTS = [

@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lomo.llm.types import Message, ModelRequest, ModelResponse, SystemBlock, TextBlock, ToolSpec
+from llm.types import Message, ModelRequest, ModelResponse, SystemBlock, TextBlock, ToolSpec
 from memory.text import key_part, normalize
 
 KINDS = ("stated", "inferred")

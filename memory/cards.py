@@ -1,14 +1,12 @@
 """The `forget` card: forgetting is irreversible, so it needs a confirmation every time
-(ARCHITECTURE §5); on confirm the person's MemoryWorkflow runs the cascade."""
+(ARCHITECTURE §5); on confirm the person's MemoryWorkflow runs the cascade (the effect
+that starts it is the api's, `api/card_effects.py`)."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import CardEffect, confirmed, create_card
+from lomo.cards import create_card
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, NotFound
 from memory.models import Memory
@@ -44,22 +42,3 @@ async def request_forget_card(
         payload={"memory_id": memory_id, "text": text},
         key=key,
     )
-
-
-async def _start_cascade(state: Any, card: Card) -> None:
-    """Forget before anything else hears of the answer (the card's task wakes after this),
-    bounded: if the worker is slow the cascade still runs, just after the wake-up."""
-    if confirmed(card):
-        from memory.dispatch import forget_and_wait, request_forget
-
-        client = await state.temporal()
-        try:
-            await asyncio.wait_for(
-                forget_and_wait(client, state.settings, card.user_id, card.id),
-                state.settings.memory_forget_wait_seconds,
-            )
-        except TimeoutError:
-            await request_forget(client, state.settings, card.user_id, card.id)
-
-
-FORGET_EFFECT = CardEffect(after_commit=_start_cascade)

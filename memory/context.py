@@ -11,17 +11,26 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.toolkit import ToolDeps
+from lomo.db.engine import Database
 from lomo.db.models import MessageRow
+from lomo.settings import Settings
 from memory.chains import latest_profile
 from memory.models import Evidence, Memory, MemoryLink, MemoryUsage, MemoryVersion
 from memory.services import get_services
 
 log = logging.getLogger(__name__)
+
+
+class MemoryDeps(Protocol):
+    """What retrieval needs of its caller (the activities' MemoryDeps has both)."""
+
+    db: Database
+    settings: Settings
 
 
 @dataclass
@@ -46,7 +55,7 @@ def profile_text(version: int, items: list[dict[str, object]]) -> str:
     return f"Profile of the person (v{version}):\n" + "\n".join(lines)
 
 
-async def _profile(deps: ToolDeps, user_id: str) -> MemoryContext:
+async def _profile(deps: MemoryDeps, user_id: str) -> MemoryContext:
     async with deps.db.session() as s:
         snap = await latest_profile(s, user_id)
     if snap is None:
@@ -59,7 +68,7 @@ async def _profile(deps: ToolDeps, user_id: str) -> MemoryContext:
 
 
 async def _items(
-    deps: ToolDeps, user_id: str, task_id: str, query: str, skip: set[str]
+    deps: MemoryDeps, user_id: str, task_id: str, query: str, skip: set[str]
 ) -> tuple[list[str], list[str]]:
     limit = deps.settings.memory_top_k
     await _adopt_task_memories(deps, user_id, task_id)
@@ -103,7 +112,7 @@ async def _items(
     return items, used
 
 
-async def _adopt_task_memories(deps: ToolDeps, user_id: str, task_id: str) -> None:
+async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> None:
     """A one-off instruction extracted before routing knew its task ("this time a saturated
     red" in the main thread) belongs to the task its message was routed to: bind it now."""
     async with deps.db.session() as s:
@@ -141,7 +150,7 @@ async def _adopt_task_memories(deps: ToolDeps, user_id: str, task_id: str) -> No
 
 
 async def memory_for_context(
-    deps: ToolDeps, user_id: str, task_id: str, query: str
+    deps: MemoryDeps, user_id: str, task_id: str, query: str
 ) -> MemoryContext:
     timeout = deps.settings.memory_timeout_seconds
     start = time.monotonic()

@@ -10,12 +10,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from llm.types import ModelProvider
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.errors import ModelOutputError, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.llm.types import ModelProvider
 from memory.candidates import build_request, judge, raw_candidates
 from memory.chains import Applied, Touched, apply_candidate, rebuild_profile, rebuild_summary
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion

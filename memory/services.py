@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 
 from lomo.db.engine import Database
-from lomo.embeddings import Embedder, get_embedder
 from lomo.settings import Settings
-from lomo.vectors import VectorHit, VectorIndex, VectorPoint, open_vector_index
 from memory.models import Memory, MemoryVersion
+from vectors import VectorHit, VectorIndex, VectorPoint, open_vector_index
+from vectors.embeddings import Embedder, get_embedder
 
 KEYWORD_FIELDS = ("user_id", "visibility", "memory_id")
 

@@ -10,17 +10,17 @@ import httpx
 
 from activities.memory import MemoryActivities
 from activities.toolkit import ToolDeps
+from llm.standin.extract import offline_extract
+from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
-from lomo.embeddings import FakeEmbedder
 from lomo.ids import new_id
-from lomo.llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.settings import Settings
-from lomo.vectors.edge import EdgeVectorIndex
-from memory.offline_extractor import offline_extract
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput, ExtractOutput
+from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import FakeEmbedder
 from workspace.store import AssetStore
 
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task
 from lomo.ids import new_id
-from lomo.llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
 
@@ -86,7 +86,7 @@ def worker_env(
 def spawn_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out = log.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "lomo.cli.main", "worker"],
+        [sys.executable, "-m", "cli.main", "worker"],
         cwd=ROOT,
         env=env,
         stdout=out,
@@ -118,7 +118,7 @@ def text(reply: str) -> ModelResponse:
 
 
 def last_tool_results(request: ModelRequest) -> list[str]:
-    from lomo.llm.types import ToolResultBlock
+    from llm.types import ToolResultBlock
 
     last = request.messages[-1]
     return [b.content for b in last.content if isinstance(b, ToolResultBlock)]
@@ -135,7 +135,7 @@ class CountingResponder:
     async def __call__(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         if request.purpose != "task_step":  # background memory extraction, routing
-            from lomo.llm.offline import OfflineModel
+            from llm.standin.model import OfflineModel
 
             return await OfflineModel().complete(request)
         return self.script(request, len(self.requests) - 1)
@@ -150,7 +150,7 @@ async def replay_and_maybe_record(client: Client, workflow_id: str, name: str) -
     test_replay.py. Returns the largest run's size in bytes."""
     from temporalio.worker import Replayer
 
-    from lomo.worker import WORKFLOWS
+    from cli.worker import WORKFLOWS
 
     runs = [r async for r in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
     runs.sort(key=lambda r: r.start_time)

@@ -13,11 +13,11 @@ from temporalio.client import Client
 
 from activities.registry import build_activities
 from api.app import create_app
+from cli.worker import make_worker
+from llm.types import ModelProvider
 from lomo.auth import create_user
 from lomo.db.engine import Database
-from lomo.llm.types import ModelProvider
 from lomo.settings import Settings
-from lomo.worker import make_worker
 from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, free_port
 

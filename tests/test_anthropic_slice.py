@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from lomo.llm.anthropic_provider import AnthropicProvider
-from lomo.llm.offline import OfflineModel
-from lomo.llm.standin_server import create_standin_app
-from lomo.llm.types import ModelRequest, ModelResponse
+from llm.anthropic_provider import AnthropicProvider
+from llm.standin.model import OfflineModel
+from llm.standin.server import create_standin_app
+from llm.types import ModelRequest, ModelResponse
 from tests.helpers import ThreadServer
 from tests.stack import running_stack
 from tests.test_slice import run_cat_slice

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def test_expected_services_and_wiring() -> None:
 def test_lomo_service_commands_exist_in_cli() -> None:
     import typer.main
 
-    from lomo.cli.main import app
+    from cli.main import app
 
     click_cmd = typer.main.get_command(app)
     names = set(getattr(click_cmd, "commands", {}))
@@ -126,6 +127,11 @@ def test_dockerfile() -> None:
     assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11-slim")
     copies = [rest for kw, rest in instructions if kw == "COPY"]
     assert any("uv.lock" in c.split() for c in copies)
+    # Every package the project installs is in the image (a moved room must not go missing).
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    copied = {c.split()[0] for c in copies}
+    for pattern in packages["packages"]["find"]["include"]:
+        assert pattern.rstrip("*") in copied, pattern
     assert any("uv sync --frozen --no-dev" in rest for kw, rest in instructions if kw == "RUN")
     users = [rest for kw, rest in instructions if kw == "USER"]
     assert users and users[-1] not in ("root", "0")

@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from lomo.embeddings import FakeEmbedder, UsemEmbedder, cosine, get_embedder
 from lomo.settings import Settings
+from vectors.embeddings import FakeEmbedder, UsemEmbedder, cosine, get_embedder
 
 
 def _norm(v: list[float]) -> float:

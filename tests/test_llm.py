@@ -15,12 +15,11 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import SecretStr
 
-from lomo.errors import ConfigError, ModelError
-from lomo.llm.anthropic_provider import AnthropicProvider
-from lomo.llm.providers import build_provider
-from lomo.llm.scripted import ScriptedProvider
-from lomo.llm.standin_server import create_standin_app
-from lomo.llm.types import (
+from llm.anthropic_provider import AnthropicProvider
+from llm.providers import build_provider
+from llm.standin.scripted import ScriptedProvider
+from llm.standin.server import create_standin_app
+from llm.types import (
     Message,
     ModelRequest,
     ModelResponse,
@@ -30,6 +29,7 @@ from lomo.llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
+from lomo.errors import ConfigError, ModelError
 
 
 class Script:

@@ -19,17 +19,20 @@ from hypothesis import strategies as st
 from qdrant_client import AsyncQdrantClient
 from sqlalchemy import select
 
+import money.models  # noqa: F401  (create_all needs every area's tables)
+import routing.models  # noqa: F401
+import workspace.models  # noqa: F401
+from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import Base
-from lomo.embeddings import FakeEmbedder
-from lomo.llm.types import ModelRequest, ModelResponse, ToolUseBlock
-from lomo.vectors.server import QdrantServerIndex
 from memory.forget import reachable
 from memory.models import Evidence, MemoryLink, MemoryVersion, ProfileSnapshot, Summary
 from memory.services import MemoryServices
 from memory.types import ForgetInput
 from tests.memory_support import Env, make_env
+from vectors.embeddings import FakeEmbedder
+from vectors.server import QdrantServerIndex
 
 KEYS = ["a0", "a1", "a2"]
 # tmpfs when there is one: each example makes a fresh DB, fsync is not under test here.

@@ -14,11 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.toolkit import ToolDeps
 from lomo.db.engine import Database
-from lomo.vectors import VectorHit, VectorIndex, VectorPoint
-from lomo.vectors.base import VectorFilter
 from memory.context import memory_for_context
 from memory.services import MemoryServices, install_services
 from tests.memory_support import Env, make_env
+from vectors import VectorHit, VectorIndex, VectorPoint
+from vectors.base import VectorFilter
 
 TIMEOUT = 0.3
 

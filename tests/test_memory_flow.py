@@ -12,15 +12,15 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from activities.toolkit import ToolDeps
+from api.memory_dispatch import request_extraction, workflow_id
+from cli.worker import WORKFLOWS
+from llm.standin.extract import offline_extract
+from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import Event, MessageRow
 from lomo.errors import ModelError
 from lomo.ids import new_id
-from lomo.llm.types import ModelRequest, ModelResponse
-from lomo.worker import WORKFLOWS
 from memory.context import memory_for_context
-from memory.dispatch import request_extraction, workflow_id
 from memory.models import Evidence
-from memory.offline_extractor import offline_extract
 from memory.services import close_services, get_services
 from memory.types import MemoryInput
 from tests.helpers import eventually

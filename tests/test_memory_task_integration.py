@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from lomo.embeddings import FakeEmbedder
 from memory.models import Evidence
 from memory.services import MemoryServices, close_services, install_services
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 from tests.test_memory_degradation import BrokenIndex
+from vectors.embeddings import FakeEmbedder
 
 
 async def _post(st: Stack, text: str) -> str:

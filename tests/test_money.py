@@ -25,9 +25,9 @@ from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import Card, Event, GenerationOrder, MessageRow, Task, ToolCall
 from lomo.ids import new_id
-from lomo.money.ledger import ledger_problems
-from lomo.money.models import Account, Approval, LedgerEntry, PlanBudget
 from lomo.settings import Settings
+from money.ledger import ledger_problems
+from money.models import Account, Approval, LedgerEntry, PlanBudget
 from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, eventually, free_port
 from workflows.types import OrderRef

@@ -16,9 +16,9 @@ from sqlalchemy import select
 from activities.generation import GenerateTool
 from lomo.db.engine import Database
 from lomo.db.models import Event, GenerationOrder
-from lomo.money.models import LedgerEntry
-from lomo.money.orders import UNCLEAR_SUBMIT
 from lomo.signing import SIGNATURE_HEADER, sign
+from money.models import LedgerEntry
+from money.orders import UNCLEAR_SUBMIT
 from tests.helpers import eventually
 from tests.test_money import Money, money_env
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from lomo.cli.main import stuck_query
-from lomo.llm.scripted import ScriptedProvider
+from cli.main import stuck_query
+from llm.standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import ROOT, start_task, tool_use
 from tests.stack import running_stack
@@ -55,7 +55,7 @@ async def test_stuck_tasks_are_found_by_search_attributes(
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "lomo.cli.main",
+                "cli.main",
                 "tasks",
                 "--stuck",
                 minutes,

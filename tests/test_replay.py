@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from lomo.worker import WORKFLOWS
+from cli.worker import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 TEXTS = {p: p.read_text() for p in HISTORIES}
@@ -34,7 +34,7 @@ async def test_replay(path: Path) -> None:
 def test_cli_replay_detects_nondeterminism(tmp_path: Path) -> None:
     path = next(p for p in HISTORIES if p.stem.startswith("task"))
     ok = subprocess.run(
-        [sys.executable, "-m", "lomo.cli.main", "replay", "--file", str(path)],
+        [sys.executable, "-m", "cli.main", "replay", "--file", str(path)],
         capture_output=True,
         text=True,
         check=False,
@@ -50,7 +50,7 @@ def test_cli_replay_detects_nondeterminism(tmp_path: Path) -> None:
     bad = tmp_path / "tampered.json"
     bad.write_text(json.dumps(data))
     res = subprocess.run(
-        [sys.executable, "-m", "lomo.cli.main", "replay", "--file", str(bad)],
+        [sys.executable, "-m", "cli.main", "replay", "--file", str(bad)],
         capture_output=True,
         text=True,
         check=False,

@@ -12,17 +12,15 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from activities.routing import RoutingActivities
+from llm.standin.model import OfflineModel
+from llm.standin.scripted import ScriptedProvider
+from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.db.engine import Database
 from lomo.db.models import Card, Task, WorkObject
-from lomo.embeddings import FakeEmbedder
-from lomo.llm.offline import OfflineModel
-from lomo.llm.scripted import ScriptedProvider
-from lomo.llm.types import ModelRequest, ModelResponse, ToolUseBlock
-from lomo.routing.duplicates import likely_duplicates
-from lomo.routing.models import RoutingRecord, TaskIndexEntry
-from lomo.routing.text import differing_words
 from lomo.settings import Settings
-from lomo.vectors.edge import EdgeVectorIndex
+from routing.duplicates import likely_duplicates
+from routing.models import RoutingRecord, TaskIndexEntry
+from routing.text import differing_words
 from tests.routing_eval.support import (
     NOW,
     CountingProvider,
@@ -31,6 +29,8 @@ from tests.routing_eval.support import (
     route,
     seed_world,
 )
+from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import FakeEmbedder
 
 D = timedelta(days=1)
 

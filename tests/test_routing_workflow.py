@@ -11,15 +11,15 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.routing import RoutingActivities
+from llm.standin.scripted import ScriptedProvider
+from llm.types import ModelResponse, TextBlock, ToolUseBlock
 from lomo.db.engine import Database
 from lomo.db.models import Event, MessageRow
-from lomo.embeddings import FakeEmbedder
-from lomo.llm.scripted import ScriptedProvider
-from lomo.llm.types import ModelResponse, TextBlock, ToolUseBlock
 from lomo.settings import Settings
-from lomo.vectors.edge import EdgeVectorIndex
 from tests.helpers import eventually
 from tests.routing_eval.support import add_message, seed_world
+from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import FakeEmbedder
 from workflows.main_thread import MainThreadWorkflow
 from workflows.task import TaskWorkflow
 from workflows.types import MainThreadInput

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
+from llm.standin.server import create_standin_app
+from llm.types import ModelRequest, ModelResponse
 from lomo.db.engine import Database
 from lomo.db.models import ModelStep, ToolCall
-from lomo.llm.standin_server import create_standin_app
-from lomo.llm.types import ModelRequest, ModelResponse
 from tests.helpers import ThreadServer, eventually
 from tests.runtime_support import (
     CountingResponder,

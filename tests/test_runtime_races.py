@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
+from llm.standin.scripted import ScriptedProvider
+from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import GenerationOrder, MessageRow, ModelStep, ToolCall
-from lomo.llm.scripted import ScriptedProvider
-from lomo.llm.types import ModelRequest, ModelResponse
 from lomo.signing import SIGNATURE_HEADER, sign
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text, tool_use

@@ -57,7 +57,7 @@ def test_env_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
 def _lomo(*args: str, data_dir: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOMO_")} | extra
     return subprocess.run(
-        [sys.executable, "-m", "lomo.cli.main", *args, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cli.main", *args, "--data-dir", str(data_dir)],
         capture_output=True,
         text=True,
         env=env,

@@ -12,7 +12,7 @@ from PIL import Image
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from lomo.worker import WORKFLOWS
+from cli.worker import WORKFLOWS
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 

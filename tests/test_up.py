@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def _start(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lomo.cli.main", "up", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -12,9 +12,9 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from lomo.settings import Settings
-from lomo.vectors import VectorIndex, VectorIndexError, VectorPoint, open_vector_index
-from lomo.vectors.edge import EdgeVectorIndex
-from lomo.vectors.server import QdrantServerIndex
+from vectors import VectorIndex, VectorIndexError, VectorPoint, open_vector_index
+from vectors.edge import EdgeVectorIndex
+from vectors.server import QdrantServerIndex
 
 DIM = 8
 Factory = Callable[[], VectorIndex]

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from temporalio.client import Client
 
 from activities.toolkit import ToolCallContext, ToolDeps
+from activities.workspace_tools import workspace_tools
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -26,7 +27,6 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.helpers import ThreadServer
 from workspace import store, writes
-from workspace.tools import workspace_tools
 
 
 @dataclass

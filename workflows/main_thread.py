@@ -1,7 +1,7 @@
 """MainThreadWorkflow: one per user (id `main:{user_id}`); routes messages without a target.
 
 Its state is only the queue of ids still to route: the task index itself lives in the DB
-(lomo/routing), so the workflow's history stays small however many tasks exist, and it
+(routing), so the workflow's history stays small however many tasks exist, and it
 continues as new whenever Temporal suggests it. Items are message ids, or ids of answered
 `clarify` cards (the person chose a task for an earlier message).
 """
@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from lomo.routing.types import RoutePlan, RouteRequest
+    from routing.types import RoutePlan, RouteRequest
     from workflows.task import TaskWorkflow
     from workflows.types import MainThreadInput, TaskInput
 

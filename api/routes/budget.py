@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from api.deps import DbDep, SettingsDep, UserDep
 from lomo.ids import new_id
-from lomo.money.policy import approve_plan, put_budget_settings, set_autonomy
-from lomo.money.views import budget_view, own_task, task_budget_view
+from money.policy import approve_plan, put_budget_settings, set_autonomy
+from money.views import budget_view, own_task, task_budget_view
 
 router = APIRouter(prefix="/v1", tags=["budget"])
 

@@ -10,8 +10,8 @@ from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
-from lomo.money.orders import record_job_state
 from lomo.signing import verify
+from money.orders import record_job_state
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
 

@@ -10,11 +10,11 @@ from pydantic import BaseModel, Field
 from temporalio.client import WorkflowUpdateFailedError
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.memory_dispatch import request_correction
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.ids import new_id
 from memory import views
 from memory.cards import request_forget_card
-from memory.dispatch import request_correction
 from memory.models import Evidence, Memory
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])

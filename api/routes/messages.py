@@ -9,13 +9,13 @@ from sqlalchemy.exc import IntegrityError
 
 from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import deliver_to_task, route_via_main
+from api.memory_dispatch import request_extraction
 from lomo.db.models import MessageRow
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.money.policy import set_autonomy
-from lomo.routing.deterministic import resolve_target
-from memory.dispatch import request_extraction
+from money.policy import set_autonomy
+from routing.deterministic import resolve_target
 from workspace.store import get_object, link_task
 
 router = APIRouter(prefix="/v1", tags=["messages"])

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from activities.routing import RoutingActivities
+from llm.types import ModelProvider, ModelRequest, ModelResponse
 from lomo.auth import create_user
 from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
-from lomo.embeddings import Embedder
 from lomo.ids import new_id
-from lomo.llm.types import ModelProvider, ModelRequest, ModelResponse
-from lomo.routing.models import RoutingRecord
-from lomo.routing.types import RoutePlan, RouteRequest
+from routing.models import RoutingRecord
+from routing.types import RoutePlan, RouteRequest
+from vectors.embeddings import Embedder
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)  # the injected clock of every routing test
 

@@ -11,13 +11,11 @@ import pytest
 from sqlalchemy import func, select
 
 from activities.routing import RoutingActivities
+from llm.standin.model import OfflineModel, detect_language
 from lomo.db.engine import Database
 from lomo.db.models import Card, Task
-from lomo.embeddings import get_embedder
-from lomo.llm.offline import OfflineModel, detect_language
-from lomo.routing.deterministic import resolve_target
 from lomo.settings import Settings
-from lomo.vectors.edge import EdgeVectorIndex
+from routing.deterministic import resolve_target
 from tests.routing_eval.cases import CASES, THRESHOLDS, WORLDS, Case
 from tests.routing_eval.support import (
     NOW,
@@ -29,6 +27,8 @@ from tests.routing_eval.support import (
     route,
     seed_world,
 )
+from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import get_embedder
 
 
 def test_the_set_is_big_and_bilingual() -> None:

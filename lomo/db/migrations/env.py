@@ -1,11 +1,13 @@
-"""Alembic environment: sync engine on the configured URL, models' metadata as target."""
+"""Alembic environment: sync engine on the configured URL.
+
+Migrations are written by hand (one per area, in order), so no target metadata: the kernel
+imports no area's models.
+"""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
-
-from lomo.db.all_models import Base
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url")
@@ -14,7 +16,7 @@ engine = create_engine(url, poolclass=pool.NullPool)
 with engine.connect() as connection:
     context.configure(
         connection=connection,
-        target_metadata=Base.metadata,
+        target_metadata=None,
         render_as_batch=url.startswith("sqlite"),  # SQLite cannot ALTER most things
     )
     with context.begin_transaction():

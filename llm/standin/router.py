@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lomo.llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from lomo.routing.prompt import DUPLICATE_CHECK, MARK
-from lomo.routing.text import FILLER, content_terms
+from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from routing.prompt import DUPLICATE_CHECK, MARK
+from routing.text import FILLER, content_terms, detect_language
 
 _TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
 _AGE = re.compile(r"active (\d+)([mhd]) ago")
@@ -166,9 +166,6 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
 
 
 def route(request: ModelRequest) -> ModelResponse:
-    # Imported here: offline.py delegates to this module, so a top-level import would cycle.
-    from lomo.llm.offline import _capability_answer, detect_language
-
     text, cands, duplicate_check = _read(request)
     lang = detect_language(text)
     if duplicate_check:
@@ -178,8 +175,22 @@ def route(request: ModelRequest) -> ModelResponse:
     payload["language"] = lang
     if payload["decision"] == "answer":
         payload["answer"] = (
-            _capability_answer(text, request, lang)
+            capability_answer(text, request, lang)
             if _QUESTION.search(text)
             else ("Wobei kann ich helfen?" if lang == "de" else "How can I help?")
         )
     return _respond(request, payload)
+
+
+def capability_answer(text: str, request: ModelRequest, lang: str) -> str:
+    catalogue = [
+        line[2:] for s in request.system for line in s.text.splitlines() if line.startswith("- ")
+    ]
+    kinds = [
+        k
+        for k in ("video", "image", "audio", "3d")
+        if k in text.lower() or (k == "image" and "bild" in text.lower())
+    ]
+    rows = [c for c in catalogue if any(f"({k}," in c for k in kinds)] or catalogue
+    head = "Das kann der Katalog:" if lang == "de" else "From the model catalogue:"
+    return head + "\n" + "\n".join(rows)

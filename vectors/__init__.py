@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lomo.settings import Settings
-from lomo.vectors.base import (
+from vectors.base import (
     VectorFilter,
     VectorHit,
     VectorIndex,
@@ -20,10 +20,10 @@ def open_vector_index(settings: Settings) -> VectorIndex:
     if settings.vector_url:
         from qdrant_client import AsyncQdrantClient
 
-        from lomo.vectors.server import QdrantServerIndex
+        from vectors.server import QdrantServerIndex
 
         return QdrantServerIndex(AsyncQdrantClient(url=settings.vector_url))
-    from lomo.vectors.edge import EdgeVectorIndex
+    from vectors.edge import EdgeVectorIndex
 
     return EdgeVectorIndex(settings.data_dir / "vectors")
 

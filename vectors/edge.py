@@ -16,7 +16,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from lomo.vectors.base import (
+from vectors.base import (
     VectorFilter,
     VectorHit,
     VectorIndex,

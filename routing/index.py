@@ -19,10 +19,10 @@ from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import Task, TaskObject, WorkObject
-from lomo.embeddings import Embedder
-from lomo.routing.models import TaskIndexEntry, TaskIndexTerm
-from lomo.routing.text import content_terms
-from lomo.vectors.base import VectorIndex, VectorPoint
+from routing.models import TaskIndexEntry, TaskIndexTerm
+from routing.text import content_terms
+from vectors.base import VectorIndex, VectorPoint
+from vectors.embeddings import Embedder
 
 ACTIVE_STATUSES = ("running", "waiting_generation", "waiting_user", "paused")
 REFRESH_BATCH = 200  # stale entries refreshed per routing call (bounds one activity's work)

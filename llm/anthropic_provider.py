@@ -11,8 +11,7 @@ from typing import Any, cast, get_args
 
 import anthropic
 
-from lomo.errors import ModelError
-from lomo.llm.types import (
+from llm.types import (
     Block,
     Message,
     ModelRequest,
@@ -22,6 +21,7 @@ from lomo.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from lomo.errors import ModelError
 
 log = logging.getLogger(__name__)
 

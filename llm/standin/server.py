@@ -21,8 +21,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from lomo.llm.anthropic_provider import PURPOSE_HEADER
-from lomo.llm.types import (
+from llm.anthropic_provider import PURPOSE_HEADER
+from llm.types import (
     Block,
     Message,
     ModelRequest,
@@ -283,6 +283,6 @@ def run(host: str, port: int) -> None:
     """Serve the stand-in with the offline model as responder."""
     import uvicorn
 
-    from lomo.llm.offline import OfflineModel
+    from llm.standin.model import OfflineModel
 
     uvicorn.run(create_standin_app(OfflineModel().complete), host=host, port=port)

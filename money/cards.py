@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.cards import CardEffect, confirmed
 from lomo.db.models import Card
-from lomo.money.policy import approve_call, approve_plan
+from money.policy import approve_call, approve_plan
 
 
 async def _on_price_answer(s: AsyncSession, card: Card) -> None:

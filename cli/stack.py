@@ -23,7 +23,7 @@ def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]
     env = dict(os.environ, LOMO_DATA_DIR=str(settings.data_dir.resolve()))
     out = open(logs / f"{part}.log", "ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "lomo.cli.main", part], env=env, stdout=out, stderr=out
+        [sys.executable, "-m", "cli.main", part], env=env, stdout=out, stderr=out
     )
 
 

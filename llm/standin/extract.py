@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lomo.llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from memory.candidates import EXTRACT_TOOL
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")

@@ -6,8 +6,8 @@ from typing import Protocol
 
 from pydantic import SecretStr
 
+from llm.types import ModelProvider
 from lomo.errors import ConfigError
-from lomo.llm.types import ModelProvider
 
 
 class ProviderSettings(Protocol):
@@ -30,13 +30,13 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
         key = settings.anthropic_api_key
         if key is None or not key.get_secret_value().strip():
             raise ConfigError("model provider is anthropic but ANTHROPIC_API_KEY is not set")
-        from lomo.llm.anthropic_provider import AnthropicProvider
+        from llm.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(
             api_key=key.get_secret_value(),
             model=settings.anthropic_model,
             base_url=settings.anthropic_base_url,
         )
-    from lomo.llm.offline import OfflineModel
+    from llm.standin.model import OfflineModel
 
     return OfflineModel()

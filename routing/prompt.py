@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from lomo.catalogue import catalogue_text
-from lomo.llm.types import Message, ModelRequest, SystemBlock, TextBlock, ToolSpec
-from lomo.routing.index import Candidate
-from lomo.routing.types import DECISIONS
+from llm.types import Message, ModelRequest, SystemBlock, TextBlock, ToolSpec
+from routing.index import Candidate
+from routing.types import DECISIONS
 
 # Blocks the router reads besides the person's message start with this marker, so the
 # person's own words (language, content) are never confused with ours.
@@ -80,15 +79,19 @@ def candidate_line(c: Candidate, now: datetime) -> str:
     )
 
 
-def _system() -> list[SystemBlock]:
-    return [SystemBlock(text=ROUTER_RULES + catalogue_text(), cache=True)]
+def _system(capabilities: str) -> list[SystemBlock]:
+    # The generation catalogue is passed in (the caller knows it), so routing does not
+    # depend on money; it is part of the cached prefix.
+    return [SystemBlock(text=ROUTER_RULES + capabilities, cache=True)]
 
 
-def route_request(text: str, candidates: Sequence[Candidate], now: datetime) -> ModelRequest:
+def route_request(
+    text: str, candidates: Sequence[Candidate], now: datetime, capabilities: str
+) -> ModelRequest:
     lines = [candidate_line(c, now) for c in candidates] or ["- (no tasks yet)"]
     head = f"{MARK} Candidate tasks, most recently active first:\n"
     return ModelRequest(
-        system=_system(),
+        system=_system(capabilities),
         messages=[
             Message(
                 role="user",
@@ -102,7 +105,10 @@ def route_request(text: str, candidates: Sequence[Candidate], now: datetime) -> 
 
 
 def duplicate_request(
-    text: str, rows: Sequence[tuple[Candidate, float, list[str], list[str]]], now: datetime
+    text: str,
+    rows: Sequence[tuple[Candidate, float, list[str], list[str]]],
+    now: datetime,
+    capabilities: str,
 ) -> ModelRequest:
     """Second opinion before creating a persistent task: likely duplicates with the words
     that differ (embeddings alone cannot tell "warmer" from "cooler")."""
@@ -118,7 +124,7 @@ def duplicate_request(
         "clarify (cannot tell: candidate_ids).\n"
     )
     return ModelRequest(
-        system=_system(),
+        system=_system(capabilities),
         messages=[
             Message(
                 role="user", content=[TextBlock(text=head + "\n".join(lines)), TextBlock(text=text)]

@@ -7,7 +7,7 @@ from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
-from lomo.vectors.base import (
+from vectors.base import (
     VectorFilter,
     VectorHit,
     VectorIndex,

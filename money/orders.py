@@ -20,9 +20,9 @@ from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.money.ledger import close_reservation, lock_account, reserve
-from lomo.money.policy import authorize
 from lomo.settings import Settings
+from money.ledger import close_reservation, lock_account, reserve
+from money.policy import authorize
 
 # Order states in their only allowed direction; a lower rank never overwrites a higher one.
 ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
