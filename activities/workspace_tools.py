@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
@@ -59,6 +60,24 @@ class _WorkspaceTool(Tool):
 
     def author(self, ctx: ToolCallContext) -> str:
         return store.task_author(ctx.task_id, ctx.call_id)
+
+
+class _VersionedWrite(_WorkspaceTool):
+    """A tool that makes one version in one transaction: a refusal (conflict, unknown or
+    deleted object, bad input) is the model's to handle, so it answers `error`."""
+
+    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        try:
+            async with self.deps.db.session() as s:
+                written = await self.write(s, ctx, args)
+        except (Conflict, NotFound, InvalidInput) as e:
+            return _refused(e)
+        return written if isinstance(written, ToolResult) else _done(written)
+
+    async def write(
+        self, s: AsyncSession, ctx: ToolCallContext, args: dict[str, Any]
+    ) -> writes.Written | ToolResult:
+        raise NotImplementedError
 
 
 class ListObjects(_WorkspaceTool):
@@ -268,7 +287,7 @@ async def _created_event(s: Any, ctx: ToolCallContext, obj: WorkObject) -> None:
     )
 
 
-class WriteObject(_WorkspaceTool):
+class WriteObject(_VersionedWrite):
     domain = "documents"
     idempotent = True  # keyed by call_id on the version it makes
     spec = _spec(
@@ -284,41 +303,35 @@ class WriteObject(_WorkspaceTool):
         ["object_id", "base_version"],
     )
 
-    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+    async def write(
+        self, s: AsyncSession, ctx: ToolCallContext, args: dict[str, Any]
+    ) -> writes.Written | ToolResult:
         oid, base = str(args.get("object_id", "")), int(args.get("base_version") or 0)
-        try:
-            async with self.deps.db.session() as s:
-                if await store.version_by_call(s, ctx.call_id) is None:
-                    link = await s.get(TaskObject, (ctx.task_id, oid))
-                    seen = link.seen_version if link else 0
-                    if seen < base:  # never overwrite what this task has not read
-                        return error(
-                            f"you have not read version {base} of {oid} (last read: v{seen}). "
-                            + REREAD,
-                            current_version=None,
-                        )
-                obj = await store.get_live(s, ctx.user_id, oid)
-                content = (
-                    {"text": args.get("text")}
-                    if obj.type == "document"
-                    else {"nodes": args.get("nodes")}
+        if await store.version_by_call(s, ctx.call_id) is None:
+            link = await s.get(TaskObject, (ctx.task_id, oid))
+            seen = link.seen_version if link else 0
+            if seen < base:  # never overwrite what this task has not read
+                return error(
+                    f"you have not read version {base} of {oid} (last read: v{seen}). " + REREAD,
+                    current_version=None,
                 )
-                w = await writes.write_object(
-                    s,
-                    ctx.user_id,
-                    oid,
-                    base,
-                    content,
-                    self.author(ctx),
-                    call_id=ctx.call_id,
-                    task_id=ctx.task_id,
-                )
-        except (Conflict, NotFound, InvalidInput) as e:
-            return _refused(e)
-        return _done(w)
+        obj = await store.get_live(s, ctx.user_id, oid)
+        content = (
+            {"text": args.get("text")} if obj.type == "document" else {"nodes": args.get("nodes")}
+        )
+        return await writes.write_object(
+            s,
+            ctx.user_id,
+            oid,
+            base,
+            content,
+            self.author(ctx),
+            call_id=ctx.call_id,
+            task_id=ctx.task_id,
+        )
 
 
-class EditDocument(_WorkspaceTool):
+class EditDocument(_VersionedWrite):
     domain = "documents"
     spec = _spec(
         "edit_document",
@@ -339,27 +352,23 @@ class EditDocument(_WorkspaceTool):
         ["object_id", "edits"],
     )
 
-    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+    async def write(
+        self, s: AsyncSession, ctx: ToolCallContext, args: dict[str, Any]
+    ) -> writes.Written | ToolResult:
         base = args.get("base_version")
-        try:
-            edits = parse_edits(args.get("edits") or [])
-            async with self.deps.db.session() as s:
-                w = await writes.edit_document(
-                    s,
-                    ctx.user_id,
-                    str(args.get("object_id", "")),
-                    edits,
-                    self.author(ctx),
-                    int(base) if base is not None else None,
-                    call_id=ctx.call_id,
-                    task_id=ctx.task_id,
-                )
-        except (Conflict, NotFound, InvalidInput) as e:
-            return _refused(e)
-        return _done(w)
+        return await writes.edit_document(
+            s,
+            ctx.user_id,
+            str(args.get("object_id", "")),
+            parse_edits(args.get("edits") or []),
+            self.author(ctx),
+            int(base) if base is not None else None,
+            call_id=ctx.call_id,
+            task_id=ctx.task_id,
+        )
 
 
-class EditFlow(_WorkspaceTool):
+class EditFlow(_VersionedWrite):
     domain = "flows"
     spec = _spec(
         "edit_flow",
@@ -369,25 +378,22 @@ class EditFlow(_WorkspaceTool):
         ["object_id", "base_version", "nodes"],
     )
 
-    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+    async def write(
+        self, s: AsyncSession, ctx: ToolCallContext, args: dict[str, Any]
+    ) -> writes.Written | ToolResult:
         nodes = args.get("nodes")
         if not isinstance(nodes, dict):
             return error("nodes must be an object {node_id: node or null}")
-        try:
-            async with self.deps.db.session() as s:
-                w = await writes.edit_flow(
-                    s,
-                    ctx.user_id,
-                    str(args.get("object_id", "")),
-                    int(args.get("base_version") or 0),
-                    nodes,
-                    self.author(ctx),
-                    call_id=ctx.call_id,
-                    task_id=ctx.task_id,
-                )
-        except (Conflict, NotFound, InvalidInput) as e:
-            return _refused(e)
-        return _done(w)
+        return await writes.edit_flow(
+            s,
+            ctx.user_id,
+            str(args.get("object_id", "")),
+            int(args.get("base_version") or 0),
+            nodes,
+            self.author(ctx),
+            call_id=ctx.call_id,
+            task_id=ctx.task_id,
+        )
 
 
 class DeleteObject(_WorkspaceTool):

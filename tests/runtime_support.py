@@ -101,6 +101,55 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=10)
 
 
+def standin_worker_env(
+    tmp: Path, db_url: str, temporal: str, task_queue: str, model_url: str, **extra: str
+) -> dict[str, str]:
+    """A worker process whose model is the real Anthropic SDK against a local stand-in."""
+    return worker_env(
+        tmp,
+        db_url,
+        temporal,
+        task_queue,
+        LOMO_MODEL_PROVIDER="anthropic",
+        ANTHROPIC_API_KEY="test-key",
+        LOMO_ANTHROPIC_BASE_URL=model_url,
+        **extra,
+    )
+
+
+class Workers:
+    """Worker processes of one kill test: each `spawn` starts one (logs in `tmp`), and
+    leaving the block SIGKILLs whatever still runs, so no test leaks a worker."""
+
+    def __init__(self, env: dict[str, str], tmp: Path) -> None:
+        self.env, self.tmp = env, tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, name: str, **overrides: str) -> subprocess.Popen[bytes]:
+        proc = spawn_worker({**self.env, **overrides}, self.tmp / f"{name}.log")
+        self.procs.append(proc)
+        return proc
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            kill(proc)
+
+
+def call_then_report(tool: str, args: dict[str, Any], uid: str, prefix: str) -> CountingResponder:
+    """The model of the kill tests: one tool call, then a reply quoting its result."""
+
+    def answer(request: ModelRequest, n: int) -> ModelResponse:
+        results = last_tool_results(request)
+        if not results:
+            return tool_use(tool, args, uid)
+        return text(prefix + results[0])
+
+    return CountingResponder(answer)
+
+
 def tool_use(name: str, args: dict[str, Any], uid: str) -> ModelResponse:
     return ModelResponse(
         content=[ToolUseBlock(id=uid, name=name, input=args)],

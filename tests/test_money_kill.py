@@ -14,33 +14,19 @@ from sqlalchemy import select
 from temporalio.client import Client
 
 from llm.standin.server import create_standin_app
-from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import GenerationOrder, ToolCall
 from money.orders import UNCLEAR_SUBMIT
 from tests.helpers import ThreadServer, eventually
 from tests.runtime_support import (
-    CountingResponder,
-    kill,
+    Workers,
+    call_then_report,
     last_tool_results,
-    spawn_worker,
+    standin_worker_env,
     start_task,
-    text,
-    tool_use,
-    worker_env,
 )
 from tests.test_money import money_env
 
 pytestmark = pytest.mark.slow
-
-
-def _model() -> CountingResponder:
-    def answer(request: ModelRequest, n: int) -> ModelResponse:
-        results = last_tool_results(request)
-        if not results:
-            return tool_use("generate_image", {"prompt": "poster draft"}, "toolu_gen_1")
-        return text("Seen: " + results[0])
-
-    return CountingResponder(answer)
 
 
 async def test_worker_killed_between_submit_and_persisting_the_job_id(
@@ -50,26 +36,23 @@ async def test_worker_killed_between_submit_and_persisting_the_job_id(
     temporal_client: Client,
     task_queue: str,
 ) -> None:
-    responder = _model()
+    responder = call_then_report(
+        "generate_image", {"prompt": "poster draft"}, "toolu_gen_1", "Seen: "
+    )
     async with money_env(tmp_path, db_url, temporal_server) as m:
         with ThreadServer(create_standin_app(responder)) as model_server:
-            env = worker_env(
+            env = standin_worker_env(
                 tmp_path,
                 db_url,
                 temporal_server,
                 task_queue,
-                LOMO_MODEL_PROVIDER="anthropic",
-                ANTHROPIC_API_KEY="test-key",
-                LOMO_ANTHROPIC_BASE_URL=model_server.url,
+                model_server.url,
                 LOMO_SIM_URL=m.settings.resolved_sim_url,
                 LOMO_API_URL=m.settings.resolved_api_url,
                 LOMO_GENERATION_SUBMIT_TIMEOUT_SECONDS="1",
             )
-            first = spawn_worker(
-                {**env, "LOMO_FAULT_KILL_AFTER_SUBMIT": "1"}, tmp_path / "worker1.log"
-            )
-            second = None
-            try:
+            with Workers(env, tmp_path) as workers:
+                first = workers.spawn("worker1", LOMO_FAULT_KILL_AFTER_SUBMIT="1")
                 task_id, handle = await start_task(
                     temporal_client,
                     m.db,
@@ -88,12 +71,8 @@ async def test_worker_killed_between_submit_and_persisting_the_job_id(
                     assert order is not None and order.upstream_job_id is None
                     assert order.submit_started_at is not None and order.status == "created"
                 assert await m.entries() == [("deposit", 2000), ("reserve", 4)]
-                second = spawn_worker(env, tmp_path / "worker2.log")
+                workers.spawn("worker2")
                 assert await handle.result() == "completed"
-            finally:
-                kill(first)
-                if second is not None:
-                    kill(second)
         async with m.db.session() as s:
             order = await s.scalar(select(GenerationOrder))
             call = await s.get(ToolCall, f"{task_id}:1:1:0")

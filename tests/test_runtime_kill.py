@@ -13,33 +13,20 @@ from sqlalchemy import select
 from temporalio.client import Client
 
 from llm.standin.server import create_standin_app
-from llm.types import ModelRequest, ModelResponse
 from lomo.db.engine import Database
 from lomo.db.models import ModelStep, ToolCall
 from tests.helpers import ThreadServer, eventually
 from tests.runtime_support import (
-    CountingResponder,
+    Workers,
+    call_then_report,
     kill,
     last_tool_results,
     new_user,
-    spawn_worker,
+    standin_worker_env,
     start_task,
-    text,
-    tool_use,
-    worker_env,
 )
 
 pytestmark = pytest.mark.slow
-
-
-def _script(tool: str) -> CountingResponder:
-    def answer(request: ModelRequest, n: int) -> ModelResponse:
-        results = last_tool_results(request)
-        if not results:
-            return tool_use(tool, {"hold_s": 60, "label": "poster"}, "toolu_probe_1")
-        return text("Result seen: " + results[0])
-
-    return CountingResponder(answer)
 
 
 @pytest.mark.parametrize(
@@ -58,21 +45,15 @@ async def test_worker_killed_mid_call(
     expect_status: str,
     expect_executions: int,
 ) -> None:
-    responder = _script(tool)
+    responder = call_then_report(
+        tool, {"hold_s": 60, "label": "poster"}, "toolu_probe_1", "Result seen: "
+    )
     with ThreadServer(create_standin_app(responder)) as model_server:
-        env = worker_env(
-            tmp_path,
-            db_url,
-            temporal_server,
-            task_queue,
-            LOMO_MODEL_PROVIDER="anthropic",
-            ANTHROPIC_API_KEY="test-key",
-            LOMO_ANTHROPIC_BASE_URL=model_server.url,
-            LOMO_TEST_TOOLS="1",
+        env = standin_worker_env(
+            tmp_path, db_url, temporal_server, task_queue, model_server.url, LOMO_TEST_TOOLS="1"
         )
-        first = spawn_worker(env, tmp_path / "worker1.log")
-        second = None
-        try:
+        with Workers(env, tmp_path) as workers:
+            first = workers.spawn("worker1")
             user = await new_user(db)
             task_id, handle = await start_task(
                 temporal_client, db, task_queue, user, "make a poster", heartbeat_timeout_seconds=2
@@ -85,12 +66,8 @@ async def test_worker_killed_mid_call(
                 call = await s.get(ToolCall, f"{task_id}:1:1:0")
             assert len(steps) == 1 and call is not None and call.status == "started"
             kill(first)
-            second = spawn_worker(env, tmp_path / "worker2.log")
+            workers.spawn("worker2")
             assert await handle.result() == "completed"
-        finally:
-            kill(first)
-            if second is not None:
-                kill(second)
     async with db.session() as s:
         call = await s.get(ToolCall, f"{task_id}:1:1:0")
         steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == task_id)))

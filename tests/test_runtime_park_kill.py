@@ -13,7 +13,7 @@ from temporalio.client import Client
 
 from lomo.db.models import GenerationOrder, ModelStep
 from tests.helpers import eventually
-from tests.runtime_support import kill, spawn_worker, worker_env
+from tests.runtime_support import Workers, kill, worker_env
 from tests.stack import running_stack
 
 pytestmark = pytest.mark.slow
@@ -36,9 +36,8 @@ async def test_completion_after_worker_death_resumes_once(
             LOMO_MODEL_PROVIDER="offline",
             LOMO_GENERATION_WAIT_SECONDS="300",  # the callback, not the poll, must wake it
         )
-        first = spawn_worker(env, tmp_path / "w1.log")
-        second = None
-        try:
+        with Workers(env, tmp_path) as workers:
+            first = workers.spawn("w1")
             await st.sim.post("/sim/faults", json={"latency_scale": 80})  # a job of seconds
             r = await st.api.post(
                 "/v1/messages",
@@ -65,13 +64,9 @@ async def test_completion_after_worker_death_resumes_once(
                     return o if o is not None and o.status == "succeeded" else None
 
             await eventually(order_done, within=90)  # the callback landed while no worker ran
-            second = spawn_worker(env, tmp_path / "w2.log")
+            workers.spawn("w2")
             handle = temporal_client.get_workflow_handle(f"task:{tid}")
             assert await handle.result() == "completed"
-        finally:
-            kill(first)
-            if second is not None:
-                kill(second)
         ev = await st.api.get("/v1/events", params={"once": "true"}, headers=st.auth)
         events = [json.loads(x[6:]) for x in ev.text.splitlines() if x.startswith("data: ")]
         mine = [e for e in events if e["data"].get("task_id") == tid]

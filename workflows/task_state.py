@@ -1,0 +1,168 @@
+"""TaskWorkflow's compact state and the small predicates over it (see workflows/task.py).
+
+Only ids, counters and statuses live here; contexts, responses and tool outputs stay in
+the DB. `_carry` is what `continue_as_new` takes along, `_restore` reads it back.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.types import (
+        InboxEntry,
+        StatusInput,
+        TaskInput,
+    )
+
+STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
+KIND_KEY = SearchAttributeKey.for_keyword("LomoTaskKind")
+USER_KEY = SearchAttributeKey.for_keyword("LomoUserId")
+WAITING_SINCE_KEY = SearchAttributeKey.for_datetime("LomoWaitingSince")
+
+MODEL_TIMEOUT = timedelta(minutes=5)
+TOOL_TIMEOUT = timedelta(minutes=2)
+DB_TIMEOUT = timedelta(seconds=30)
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+WAITING_STATUSES = ("waiting_generation", "waiting_user", "paused")
+FINAL_ORDER = ("succeeded", "failed")
+
+
+class Stopped(Exception):
+    """Internal: the person stopped the task while we were waiting."""
+
+
+class Completed(Exception):
+    """Internal: a lightweight task completed; the workflow ends."""
+
+
+class TaskState:
+    def __init__(self) -> None:
+        self.inp: TaskInput | None = None
+        self.kind = "lightweight"
+        self.status = "running"
+        self.stop_reason = ""
+        self.turn = 0
+        self.inbox: list[InboxEntry] = []
+        self.waiting: dict[str, str] = {}  # order_id -> last known status
+        self.collected: set[str] = set()
+        self.open_cards: dict[str, str] = {}  # card_id -> call_id to run again, or ""
+        self.answered: set[str] = set()
+        self.idle_turns = 0
+        self._model_turn = False
+        self._progress = self._asked = self._exhausted = False
+        self.wake = False
+        self.stop_requested = False
+        self.archive_requested = False
+        self.pause_requested = False
+        self.resume_requested = False
+
+    async def _set_status(self, status: str, reason: str = "", waiting: bool = False) -> None:
+        assert self.inp is not None
+        self._upsert(status, waiting)
+        await workflow.execute_activity(
+            "set_task_status",
+            StatusInput(self.inp.task_id, status, reason, self.kind),
+            start_to_close_timeout=DB_TIMEOUT,
+            retry_policy=RETRY,
+        )
+
+    def _upsert(self, status: str, waiting: bool = False) -> None:
+        assert self.inp is not None
+        self.status = status
+        updates: list[SearchAttributeUpdate[Any]] = [
+            STATUS_KEY.value_set(status),
+            KIND_KEY.value_set(self.kind),
+            USER_KEY.value_set(self.inp.user_id),
+            WAITING_SINCE_KEY.value_set(workflow.now())
+            if waiting
+            else WAITING_SINCE_KEY.value_unset(),
+        ]
+        workflow.upsert_search_attributes(updates)
+
+    # --- small predicates and state carrying -------------------------------------------
+    def _enqueue(self, message_id: str) -> None:
+        if all(e.message_id != message_id for e in self.inbox):
+            self.inbox.append(InboxEntry(message_id, workflow.now().isoformat()))
+
+    def _closed_reason(self) -> str:
+        if self.status in ("stopped", "archived", "failed"):
+            return self.status
+        if self.status == "completed" and self.kind == "lightweight":
+            return self.status
+        if self.stop_requested or self.archive_requested:
+            return "stopping"
+        return ""
+
+    def _refuse_if_closed(self, what: str) -> None:
+        if reason := self._closed_reason():
+            raise ApplicationError(f"task is {reason} and takes no {what}", type="TaskClosed")
+
+    def _parked_on_cards(self) -> bool:
+        unanswered = set(self.open_cards) - self.answered
+        return bool(unanswered) and not (self._has_work() or self._must_end())
+
+    def _has_work(self) -> bool:
+        if self.pause_requested:
+            return True
+        if self.open_cards and self.answered & set(self.open_cards):
+            return True
+        return bool(self.inbox) or self.wake
+
+    def _heartbeat(self) -> timedelta:
+        assert self.inp is not None
+        return timedelta(seconds=self.inp.heartbeat_timeout_seconds)
+
+    def _must_end(self) -> bool:
+        return self.stop_requested or self.archive_requested
+
+    def _should_rollover(self) -> bool:
+        return workflow.info().is_continue_as_new_suggested()
+
+    def _restore(self, inp: TaskInput) -> None:
+        self.inp = inp
+        self.kind = inp.kind
+        self.turn = inp.turn
+        self.status = inp.status
+        self.stop_reason = inp.stop_reason
+        self.inbox = list(inp.inbox)
+        self.waiting = {o: "submitted" for o in inp.waiting_orders}
+        self.open_cards = dict(inp.open_cards)
+        self.answered = set(inp.answered_cards)
+        self.idle_turns = inp.idle_turns
+        if inp.first_message_id:
+            self._enqueue(inp.first_message_id)
+
+    def _carry(self) -> TaskInput:
+        assert self.inp is not None
+        i = self.inp
+        return TaskInput(
+            i.task_id,
+            i.user_id,
+            self.kind,
+            None,
+            i.max_steps_per_turn,
+            i.generation_wait_seconds,
+            i.max_turns_without_progress,
+            i.card_wait_seconds,
+            i.heartbeat_timeout_seconds,
+            turn=self.turn,
+            status=self.status,
+            inbox=list(self.inbox),
+            waiting_orders=self._uncollected(),
+            open_cards=dict(self.open_cards),
+            answered_cards=sorted(self.answered & set(self.open_cards)),
+            idle_turns=self.idle_turns,
+            stop_reason=self.stop_reason,
+        )
+
+    def _uncollected(self) -> list[str]:
+        return [o for o in self.waiting if o not in self.collected]
+
+    def _open_orders(self) -> list[str]:
+        return [o for o, s in self.waiting.items() if s not in FINAL_ORDER]
