@@ -68,7 +68,12 @@ def worker(data_dir: DataDir = None) -> None:
     """Run a worker: all workflows and activities."""
     from cli.worker import main
 
-    main(_settings(data_dir))
+    s = _settings(data_dir)
+    if s.fault_worker_exit_file is not None and s.fault_worker_exit_file.exists():
+        # TEST-ONLY hook (lomo/settings.py): lets a test put `lomo up` into a crash loop.
+        logging.getLogger(__name__).error("fault hook: worker exits at start")
+        raise typer.Exit(3)
+    main(s)
 
 
 @app.command()

@@ -10,9 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from cli.supervise import Backoff, Supervisor
 from lomo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -21,10 +23,10 @@ PARTS = ("temporal", "sim", "worker", "api")
 
 def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ, LOMO_DATA_DIR=str(settings.data_dir.resolve()))
-    out = open(logs / f"{part}.log", "ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", part], env=env, stdout=out, stderr=out
-    )
+    with open(logs / f"{part}.log", "ab") as out:  # the child keeps its own copy of the fd
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli.main", part], env=env, stdout=out, stderr=out
+        )
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -84,6 +86,8 @@ def _demo_token(settings: Settings) -> str:
 
 
 def up(settings: Settings, ready_timeout: float = 120.0) -> int:
+    """Start every part, then supervise: a part that dies is restarted (cli/supervise.py);
+    only Ctrl-C/SIGTERM, or a part that fails its first start, stops the stack."""
     from lomo.db.migrate import upgrade
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -93,60 +97,74 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     stack_file.unlink(missing_ok=True)  # written again only once every part answers
     upgrade(settings.resolved_database_url)
     token = _demo_token(settings)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
+    stack: dict[str, Any] = {}
     stopping = False
+
+    def write_stack() -> None:
+        if not stack:
+            return  # not up yet
+        stack.update(pids=sup.pids(), restarts={n: c.restarts for n, c in sup.children.items()})
+        stack["processes"] = sup.view()
+        tmp = stack_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stack, indent=2))
+        tmp.replace(stack_file)
+
+    sup = Supervisor(
+        Backoff(
+            settings.restart_initial_seconds,
+            settings.restart_max_seconds,
+            settings.restart_reset_seconds,
+        ),
+        on_change=write_stack,
+    )
 
     def stop(*_: object) -> None:
         nonlocal stopping
         stopping = True
 
+    def start(part: str) -> subprocess.Popen[bytes]:
+        def spawn() -> subprocess.Popen[bytes]:
+            return _spawn(part, settings, logs)
+
+        proc = spawn()
+        sup.add(part, spawn, proc)
+        return proc
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        procs["temporal"] = _spawn("temporal", settings, logs)
-        _wait_temporal(settings, procs["temporal"], ready_timeout)
-        procs["sim"] = _spawn("sim", settings, logs)
-        _wait_http(f"{settings.resolved_sim_url}/jobs", procs["sim"], ready_timeout)
-        procs["worker"] = _spawn("worker", settings, logs)
-        procs["api"] = _spawn("api", settings, logs)
-        _wait_http(f"{settings.resolved_api_url}/readyz", procs["api"], ready_timeout)
-        time.sleep(0.5)
-        if procs["worker"].poll() is not None:
-            raise RuntimeError("worker exited; see logs/worker.log")
-        stack = {
-            "api_url": settings.resolved_api_url,
-            "docs_url": f"{settings.resolved_api_url}/docs",
-            "temporal_address": settings.resolved_temporal_address,
-            "temporal_ui_url": settings.temporal_ui_url,
-            "sim_url": settings.resolved_sim_url,
-            "admin_token": settings.admin_token.get_secret_value(),
-            "demo_token": token,
-            "pids": {k: p.pid for k, p in procs.items()},
-        }
-        tmp = stack_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(stack, indent=2))
-        tmp.replace(stack_file)
+        try:
+            _wait_temporal(settings, start("temporal"), ready_timeout)
+            _wait_http(f"{settings.resolved_sim_url}/jobs", start("sim"), ready_timeout)
+            worker = start("worker")
+            _wait_http(f"{settings.resolved_api_url}/readyz", start("api"), ready_timeout)
+            time.sleep(0.5)
+            if worker.poll() is not None:
+                raise RuntimeError(f"worker exited with {worker.returncode}")
+        except (RuntimeError, TimeoutError) as e:
+            log.error("the stack did not start (%s; see %s); stopping", e, logs)
+            return 1
+        stack.update(
+            api_url=settings.resolved_api_url,
+            docs_url=f"{settings.resolved_api_url}/docs",
+            temporal_address=settings.resolved_temporal_address,
+            temporal_ui_url=settings.temporal_ui_url,
+            sim_url=settings.resolved_sim_url,
+            admin_token=settings.admin_token.get_secret_value(),
+            demo_token=token,
+        )
+        write_stack()
         sys.stdout.write(
             f"Lomo is up.\n  API docs:     {stack['docs_url']}\n"
             f"  Temporal UI:  {stack['temporal_ui_url']}\n  Simulator:    {stack['sim_url']}\n"
-            f"  Demo token:   {token}\n  Stack file:   {stack_file}\n(Ctrl-C stops everything)\n"
+            f"  Demo token:   {token}\n  Stack file:   {stack_file}\n"
+            "(a part that dies is restarted; Ctrl-C stops everything)\n"
         )
         sys.stdout.flush()
         while not stopping:
-            for name, p in procs.items():
-                if p.poll() is not None:
-                    log.error("%s exited with %s; stopping the stack", name, p.returncode)
-                    stopping = True
-            time.sleep(0.3)
+            sup.tick()
+            time.sleep(0.2)
         return 0
     finally:
-        for name in reversed(list(procs)):
-            p = procs[name]
-            if p.poll() is None:
-                p.terminate()
-        for p in procs.values():
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        sup.stop()
         stack_file.unlink(missing_ok=True)

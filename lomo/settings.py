@@ -75,6 +75,15 @@ class Settings(BaseSettings):
     # TEST-ONLY fault hook: the worker exits (os._exit(137)) right after the upstream POST
     # returns, before the job id is persisted. Never set it outside tests.
     fault_kill_after_submit: bool = False
+    # TEST-ONLY fault hook: while this file exists, a starting worker exits at once (code 3),
+    # so a test can put `lomo up` into a crash loop. Never set it outside tests.
+    fault_worker_exit_file: Path | None = None
+
+    # `lomo up` supervision: a child that dies is restarted after a delay that doubles from
+    # `initial` to `max`, and starts again from `initial` once it ran `reset` seconds.
+    restart_initial_seconds: float = 0.5
+    restart_max_seconds: float = 30.0
+    restart_reset_seconds: float = 60.0
 
     # Routing (issue 4)
     embedder: Literal["usem", "fake"] = "usem"  # "fake": seeded hash embedder for tests

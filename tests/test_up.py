@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,61 +9,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import free_port
+from tests.up_support import all_events, start_up, stop_up, up_env
 
 pytestmark = pytest.mark.slow
 
 
-def _start(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    stack_file = data_dir / "stack.json"
-    deadline = time.monotonic() + 120
-    while not stack_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            proc.kill()
-            raise AssertionError(f"lomo up did not become ready:\n{out[-3000:]}")
-        time.sleep(0.2)
-    return proc, json.loads(stack_file.read_text())
-
-
-def _stop(proc: subprocess.Popen[bytes], stack: dict[str, Any]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0
-    for name, pid in stack["pids"].items():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        # A zombie that is already reaped by init is fine; a live child is not.
-        status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
-        assert "zombie" in status or not status, f"{name} (pid {pid}) still running"
-
-
-def _events(api: httpx.Client) -> list[dict[str, Any]]:
-    r = api.get("/v1/events", params={"once": "true"})
-    return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
-
-
 def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = dict(
-        os.environ,
-        LOMO_API_PORT=str(free_port()),
-        LOMO_TEMPORAL_PORT=str(free_port()),
-        LOMO_TEMPORAL_UI_PORT=str(free_port()),
-        LOMO_SIM_PORT=str(free_port()),
-        LOMO_SIM_SPEED="0.05",
-        LOMO_MODEL_PROVIDER="offline",
-    )
-    env.pop("LOMO_DATA_DIR", None)
-    env.pop("LOMO_DATABASE_URL", None)
-    proc, stack = _start(data_dir, env)
+    env = up_env()
+    proc, stack = start_up(data_dir, env)
     try:
         for key in ("api_url", "temporal_address", "temporal_ui_url", "sim_url", "admin_token"):
             assert stack[key]
@@ -91,14 +40,14 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
             obj_id = task["artifacts"][0]
             blob = api.get(f"/v1/objects/{obj_id}/blob").content
             assert blob.startswith(b"\x89PNG")
-            events_before = _events(api)
+            events_before = all_events(api)
             ui = httpx.get(stack["temporal_ui_url"], timeout=10)
             assert ui.status_code == 200
     finally:
-        _stop(proc, stack)
+        stop_up(proc, stack)
     assert not (data_dir / "stack.json").exists()
 
-    proc, stack2 = _start(data_dir, env)
+    proc, stack2 = start_up(data_dir, env)
     try:
         assert stack2["demo_token"] == stack["demo_token"]
         auth = {"Authorization": f"Bearer {stack2['demo_token']}"}
@@ -106,10 +55,10 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
             again = api.get(f"/v1/tasks/{task['task_id']}").json()
             assert again["status"] == "completed" and again["artifacts"] == [obj_id]
             assert api.get(f"/v1/objects/{obj_id}/blob").content == blob
-            assert _events(api) == events_before
+            assert all_events(api) == events_before
             # Resumable: after the last seen id nothing is replayed twice.
             last = events_before[-1]["seq"]
             r = api.get("/v1/events", params={"once": "true"}, headers={"Last-Event-ID": str(last)})
             assert "data: " not in r.text
     finally:
-        _stop(proc, stack2)
+        stop_up(proc, stack2)

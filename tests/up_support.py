@@ -1,0 +1,69 @@
+"""Helpers for tests of `lomo up` as a person runs it: start it on free ports, read its
+stack file, stop it with SIGTERM and check no child survives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.helpers import free_port
+
+
+def up_env(**extra: str) -> dict[str, str]:
+    env = dict(
+        os.environ,
+        LOMO_API_PORT=str(free_port()),
+        LOMO_TEMPORAL_PORT=str(free_port()),
+        LOMO_TEMPORAL_UI_PORT=str(free_port()),
+        LOMO_SIM_PORT=str(free_port()),
+        LOMO_SIM_SPEED="0.05",
+        LOMO_MODEL_PROVIDER="offline",
+        **extra,
+    )
+    env.pop("LOMO_DATA_DIR", None)
+    env.pop("LOMO_DATABASE_URL", None)
+    return env
+
+
+def start_up(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    stack_file = data_dir / "stack.json"
+    deadline = time.monotonic() + 120
+    while not stack_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            proc.kill()
+            raise AssertionError(f"lomo up did not become ready:\n{out[-3000:]}")
+        time.sleep(0.2)
+    return proc, json.loads(stack_file.read_text())
+
+
+def stop_up(proc: subprocess.Popen[bytes], stack: dict[str, Any]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    for name, pid in stack["pids"].items():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        # A zombie that is already reaped by init is fine; a live child is not.
+        status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
+        assert "zombie" in status or not status, f"{name} (pid {pid}) still running"
+
+
+def all_events(api: httpx.Client) -> list[dict[str, Any]]:
+    r = api.get("/v1/events", params={"once": "true"})
+    return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
