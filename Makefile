@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install up test lint typecheck pytest clean
+.PHONY: install browser up test lint typecheck pytest clean
 
 $(PY):
 	python3 -m venv .venv
@@ -17,6 +17,11 @@ $(STAMP): $(PY) uv.lock pyproject.toml
 
 install: $(STAMP)
 
+# The web app's browser tests drive Debian's Chromium (Playwright's own download cannot
+# reach its CDN here); installed once, a no-op when it is there.
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -q && apt-get install -y -q chromium; }
+
 up: install
 	.venv/bin/lomo up
 
@@ -26,9 +31,9 @@ lint: install
 	$(PY) tools/check_layers.py
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors money routing memory workspace workflows activities api cli sim
+	.venv/bin/mypy lomo llm vectors money routing memory workspace workflows activities api cli sim web tools
 
-pytest: install
+pytest: install browser
 	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api import errors
+from api.limits import BodyLimit, body_limit
 from api.routes import (
     budget,
     callbacks,
@@ -18,6 +19,7 @@ from api.routes import (
     health,
     messages,
     objects,
+    session,
     tasks,
     thread,
     tokens,
@@ -27,6 +29,7 @@ from api.routes import memory as memory_routes
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
+from web import mount as mount_web
 from workspace.blobs import make_asset_store
 
 
@@ -64,8 +67,22 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     else:
         app.state.temporal = _lazy_temporal(settings)
     errors.install(app)
-    for r in (health, users, messages, tasks, cards, objects, thread, events, callbacks, tokens):
+    for r in (
+        health,
+        users,
+        messages,
+        tasks,
+        cards,
+        objects,
+        thread,
+        events,
+        callbacks,
+        tokens,
+        session,
+    ):
         app.include_router(r.router)
     app.include_router(budget.router)
     app.include_router(memory_routes.router)
+    app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
+    mount_web(app)
     return app

@@ -7,9 +7,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from lomo.errors import Conflict, InvalidInput, LomoError, NotFound, Unauthorized
+from lomo.errors import Conflict, InvalidInput, LomoError, NotFound, TooLarge, Unauthorized
 
-STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 400, Unauthorized: 401}
+# Most specific first: the first class an error is an instance of decides.
+STATUS = {TooLarge: 413, NotFound: 404, Conflict: 409, InvalidInput: 400, Unauthorized: 401}
 
 
 def error_body(code: str, detail: str, **extra: object) -> dict[str, object]:
@@ -34,7 +35,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(
-            exc.status_code, "http_error"
-        )
+        code = {
+            404: "not_found",
+            405: "method_not_allowed",
+            401: "unauthorized",
+            413: "too_large",
+        }.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)

@@ -146,6 +146,7 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
             return 1
         stack.update(
             api_url=settings.resolved_api_url,
+            app_url=f"{settings.resolved_api_url}/",
             docs_url=f"{settings.resolved_api_url}/docs",
             temporal_address=settings.resolved_temporal_address,
             temporal_ui_url=settings.temporal_ui_url,
@@ -155,7 +156,9 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
         )
         write_stack()
         sys.stdout.write(
-            f"Lomo is up.\n  API docs:     {stack['docs_url']}\n"
+            # The token rides in the fragment: the browser never sends it to the server.
+            f"Lomo is up. Open {stack['app_url']}#token={token}\n"
+            f"  API docs:     {stack['docs_url']}\n"
             f"  Temporal UI:  {stack['temporal_ui_url']}\n  Simulator:    {stack['sim_url']}\n"
             f"  Demo token:   {token}\n  Stack file:   {stack_file}\n"
             "(a part that dies is restarted; Ctrl-C stops everything)\n"

@@ -5,6 +5,7 @@
     ├── NotFound                   unknown id, or an id that belongs to another user
     ├── Conflict                   a write based on an old state (version, second answer)
     ├── InvalidInput               input the domain refuses (API answers 400/422)
+    │   └── TooLarge               a body or upload over its size limit (413)
     ├── Unauthorized               missing or bad credentials
     └── ModelError                 the model provider failed or answered nonsense
         └── ModelOutputError       the model's output cannot be used (non-retryable)
@@ -40,6 +41,10 @@ class Conflict(LomoError):
 
 class InvalidInput(LomoError):
     code = "invalid_input"
+
+
+class TooLarge(InvalidInput):
+    code = "too_large"
 
 
 class Unauthorized(LomoError):

@@ -56,6 +56,7 @@ class Settings(BaseSettings):
 
     # Runtime limits (short in tests; see the README)
     max_message_chars: int = 20_000
+    max_upload_bytes: int = 50 * 1024 * 1024  # one asset; its JSON body may be 4/3 + 64 KiB
     max_steps_per_turn: int = 8
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream

@@ -12,9 +12,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from api.deps import AssetsDep, DbDep, UserDep
+from api.deps import AssetsDep, DbDep, SettingsDep, UserDep
 from lomo.db.models import ObjectVersion, WorkObject
-from lomo.errors import InvalidInput, NotFound
+from lomo.errors import InvalidInput, NotFound, TooLarge
 from lomo.events import append_event
 from workspace import store, writes
 from workspace.blobs import BlobStore
@@ -22,8 +22,6 @@ from workspace.cards import request_delete
 from workspace.edits import parse_edits
 
 router = APIRouter(prefix="/v1/objects", tags=["objects"])
-
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 
 class ObjectIn(BaseModel):
@@ -48,7 +46,7 @@ def _summary(o: WorkObject) -> dict[str, Any]:
     return {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
 
 
-def _asset_bytes(content: dict[str, Any]) -> tuple[dict[str, Any], bytes, str]:
+def _asset_bytes(content: dict[str, Any], limit: int) -> tuple[dict[str, Any], bytes, str]:
     """Split an asset upload into its stored content (without the bytes) and the bytes."""
     media_type = content.get("media_type")
     if not isinstance(media_type, str) or "/" not in media_type:
@@ -57,8 +55,13 @@ def _asset_bytes(content: dict[str, Any]) -> tuple[dict[str, Any], bytes, str]:
         data = base64.b64decode(str(content.get("data_base64", "")), validate=True)
     except (binascii.Error, ValueError) as e:
         raise InvalidInput("'data_base64' is not valid base64") from e
-    if not data or len(data) > MAX_UPLOAD_BYTES:
-        raise InvalidInput(f"an asset needs 1 to {MAX_UPLOAD_BYTES} bytes")
+    if not data:
+        raise InvalidInput("an asset needs at least one byte")
+    if len(data) > limit:
+        raise TooLarge(
+            f"the file is {len(data) / 1e6:.1f} MB; uploads are limited to {limit / 1e6:.1f} MB",
+            limit_bytes=limit,
+        )
     rest = {k: v for k, v in content.items() if k != "data_base64"}
     return rest, data, media_type
 
@@ -74,10 +77,12 @@ async def list_objects(user: UserDep, db: DbDep, type: str | None = None) -> dic
 
 
 @router.post("", status_code=201)
-async def create(body: ObjectIn, user: UserDep, db: DbDep, assets: AssetsDep) -> dict[str, Any]:
+async def create(
+    body: ObjectIn, user: UserDep, db: DbDep, assets: AssetsDep, settings: SettingsDep
+) -> dict[str, Any]:
     async with db.session() as s:
         if body.type == "asset":
-            content, data, media_type = _asset_bytes(body.content)
+            content, data, media_type = _asset_bytes(body.content, settings.max_upload_bytes)
             provenance = {k: v for k, v in content.items() if k != "media_type"}
             blobs: BlobStore = assets
             o = await store.create_asset(
@@ -141,14 +146,19 @@ async def versions(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
 
 @router.put("/{object_id}")
 async def put(
-    object_id: str, body: WriteIn, user: UserDep, db: DbDep, assets: AssetsDep
+    object_id: str,
+    body: WriteIn,
+    user: UserDep,
+    db: DbDep,
+    assets: AssetsDep,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     async with db.session() as s:
         o = await store.get_live(s, user.id, object_id)
         content = body.content
         blob = None
         if o.type == "asset":
-            content, data, media_type = _asset_bytes(content)
+            content, data, media_type = _asset_bytes(content, settings.max_upload_bytes)
             blob = (assets, data, media_type)
         w = await writes.write_object(
             s, user.id, object_id, body.base_version, content, store.PERSON, blob=blob

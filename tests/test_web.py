@@ -1,0 +1,311 @@
+"""The creative app in a real Chromium (Playwright) against a real `lomo up` (issue 11):
+sign-in and bad tokens, the cat image from the entry box to the visible picture, the poster
+series answered by clicking its price and select cards, an edit conflict when the agent
+changed the document the page has open, the event stream resuming after the api died,
+and an upload over the limit. Every step leaves a screenshot in test-artifacts/web/;
+any console or page error fails the test."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import playwright.sync_api as sync_api
+import pytest
+
+from tests.up_support import all_events, start_up, stop_up, up_env
+from tests.web_support import browser_page, require_browser
+
+pytestmark = pytest.mark.slow
+expect = sync_api.expect
+UPLOAD_LIMIT = 200_000
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    data_dir = tmp_path_factory.mktemp("web") / "data"
+    env = up_env(
+        LOMO_MAX_UPLOAD_BYTES=str(UPLOAD_LIMIT),
+        LOMO_RESTART_INITIAL_SECONDS="0.2",
+        LOMO_HEARTBEAT_TIMEOUT_SECONDS="2",
+        LOMO_GENERATION_WAIT_SECONDS="3",
+    )
+    proc, st = start_up(data_dir, env)
+    st["data_dir"] = data_dir
+    try:
+        yield st
+    finally:
+        stop_up(proc, st)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = require_browser()
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _api(st: dict[str, Any]) -> httpx.Client:
+    auth = {"Authorization": f"Bearer {st['demo_token']}"}
+    return httpx.Client(base_url=st["api_url"], headers=auth, timeout=30)
+
+
+def _open(page: Any, st: dict[str, Any]) -> None:
+    page.goto(f"{st['app_url']}#token={st['demo_token']}")
+    expect(page.locator("form.entry textarea")).to_be_visible()
+
+
+def _say(page: Any, text: str) -> None:
+    page.locator("form.entry textarea").fill(text)
+    page.locator("form.entry button[type=submit]").click()
+
+
+def test_wrong_and_expired_tokens_show_the_sign_in_page(
+    browser: Any, stack: dict[str, Any]
+) -> None:
+    with browser_page(browser, "login") as w:
+        page = w.page
+        page.goto(stack["app_url"])
+        expect(page.locator("main.login form")).to_be_visible()
+        page.fill("input[name=token]", "lomo_not-a-real-token")
+        page.click("main.login button[type=submit]")
+        expect(page.locator("main.login .msg.error")).to_contain_text("unknown")
+        w.screenshot("wrong-token")
+        # A token that stopped being valid (kept from an earlier session): sign-in page.
+        page.evaluate("localStorage.setItem('lomo.token', 'lomo_revoked')")
+        page.reload()
+        expect(page.locator("main.login .msg.error")).to_contain_text("no longer valid")
+        assert "Traceback" not in page.content()
+        page.fill("input[name=token]", stack["demo_token"])
+        page.click("main.login button[type=submit]")
+        expect(page.locator("form.entry textarea")).to_be_visible()
+        w.screenshot("signed-in")
+    with browser_page(browser, "login-de", locale="de-DE") as w:
+        w.page.goto(stack["app_url"])
+        expect(w.page.locator("main.login h2")).to_have_text("Anmelden")
+        w.screenshot("german")
+
+
+def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[str, Any]) -> None:
+    with browser_page(browser, "cat") as w:
+        page = w.page
+        _open(page, stack)
+        w.screenshot("empty")
+        _say(page, "Generate an image of a red tabby cat")
+        routed = page.locator(".entry-result .routed")
+        expect(routed).to_be_visible(timeout=60_000)  # where it went, without choosing
+        w.screenshot("routed")
+        img = page.locator(".task-detail .artifact img")
+        expect(img).to_be_visible(timeout=120_000)
+        assert (
+            page.evaluate("document.querySelector('.task-detail .artifact img').naturalWidth") > 0
+        )
+        expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
+            "data-status", "completed", timeout=60_000
+        )
+        expect(page.locator(".task-list li[data-status=completed]")).to_have_count(1)
+        w.screenshot("image")
+
+
+def test_poster_series_answered_by_clicking(browser: Any, stack: dict[str, Any]) -> None:
+    with browser_page(browser, "posters") as w:
+        page = w.page
+        _open(page, stack)
+        _say(page, "Make me a series of retro-style brand posters")
+        price = page.locator(".task-detail .card-price")
+        expect(price).to_be_visible(timeout=90_000)
+        expect(price.locator(".price")).to_contain_text("€")
+        w.screenshot("price-card")
+        price.locator("[data-action=confirm]").click()
+        select = page.locator(".task-detail .card-select")
+        expect(select).to_be_visible(timeout=120_000)
+        thumbs = select.locator(".thumb img")
+        expect(thumbs).to_have_count(4, timeout=60_000)  # the drafts, as pictures
+        w.screenshot("select-card")
+        select.locator(".thumb").nth(1).click()
+        badge = page.locator(".task-detail .task-head .badge")
+        expect(badge).to_have_attribute("data-status", "completed", timeout=180_000)
+        expect(page.locator(".task-detail .artifact img")).to_have_count(7, timeout=60_000)
+        expect(page.locator(".task-detail .checklist [data-status=done]")).not_to_have_count(0)
+        w.screenshot("finals")
+    with _api(stack) as api:
+        cards = api.get("/v1/cards").json()["cards"]
+        kinds = [c["kind"] for c in cards if c["status"] == "answered"]
+        assert "price" in kinds and "select" in kinds
+
+
+def _agent_edits(st: dict[str, Any], object_id: str, old: str, new: str) -> None:
+    """The agent's real tool path (EditDocument, authored by a task) on the stack's DB."""
+    from activities.toolkit import ToolCallContext, ToolDeps
+    from activities.workspace_tools import EditDocument
+    from lomo.db.engine import Database
+    from lomo.settings import Settings
+    from workspace.blobs import make_asset_store
+
+    async def run() -> None:
+        # The stack's own SQLite file, whatever this test process's LOMO_* say.
+        settings = Settings(data_dir=st["data_dir"], database_url=None)
+        db = Database(settings.resolved_database_url)
+        task = {"task_id": _a_task(st)}
+        async with httpx.AsyncClient() as http:
+            deps = ToolDeps(db=db, http=http, assets=make_asset_store(settings), settings=settings)
+            call = f"{task['task_id']}:90:1:0"
+            ctx = ToolCallContext(task["task_id"], await _user_id(db), call, 90, 1, 0)
+            result = await EditDocument(deps).run(
+                ctx, {"object_id": object_id, "edits": [{"old": old, "new": new}]}
+            )
+            assert result.status == "done", result.output
+        await db.dispose()
+
+    # Playwright's sync API owns this thread's event loop: run the tool on another thread.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run()).result(timeout=60)
+
+
+def _a_task(st: dict[str, Any]) -> str:
+    """A task of the person's, for the agent's edit to be authored by."""
+    with _api(st) as api:
+        mid = api.post("/v1/messages", json={"text": "Generate an image of a lighthouse"}).json()
+        for _ in range(300):
+            routing = api.get(f"/v1/messages/{mid['message_id']}").json()["routing"]
+            if routing.get("task_id"):
+                return str(routing["task_id"])
+            time.sleep(0.2)
+    raise AssertionError("the message was never routed")
+
+
+async def _user_id(db: Any) -> str:
+    from sqlalchemy import select
+
+    from lomo.db.models import User
+
+    async with db.session() as s:
+        user = await s.scalar(select(User).where(User.name == "demo"))
+        assert user is not None
+        return str(user.id)
+
+
+def test_edit_conflict_when_the_agent_changed_the_open_document(
+    browser: Any, stack: dict[str, Any]
+) -> None:
+    with _api(stack) as api:
+        r = api.post(
+            "/v1/objects",
+            json={
+                "type": "document",
+                "name": "storyboard",
+                "content": {"text": "Shot 1: a cat.\nShot 2: a dog."},
+            },
+        )
+        oid = r.json()["object_id"]
+    with browser_page(browser, "conflict") as w:
+        w.allowed.add("409")  # the refused save is the point of this test
+        page = w.page
+        _open(page, stack)
+        page.locator(f".objects [data-object-id={oid}] button").click()
+        area = page.locator(".editor textarea")
+        expect(area).to_have_value("Shot 1: a cat.\nShot 2: a dog.")
+        _agent_edits(stack, oid, "Shot 2: a dog.", "Shot 2: a dog on a skateboard.")
+        expect(page.locator(".workspace-panel .msg.warn")).to_contain_text("task:", timeout=30_000)
+        area.fill("Shot 1: a cat in the rain.\nShot 2: a dog.")
+        page.locator(".editor button.primary").click()
+        conflict = page.locator(".conflict")
+        expect(conflict).to_be_visible()
+        expect(conflict).to_have_attribute("data-current-version", "2")
+        expect(conflict.locator(".changed")).to_contain_text("Shot 2")
+        expect(conflict.locator("pre.mine")).to_contain_text("in the rain")
+        w.screenshot("conflict")
+        with _api(stack) as api:  # nothing was overwritten
+            assert api.get(f"/v1/objects/{oid}").json()["content"]["text"].endswith("skateboard.")
+        conflict.locator("button", has_text="Reload").click()
+        expect(area).to_have_value("Shot 1: a cat.\nShot 2: a dog on a skateboard.")
+        area.fill("Shot 1: a cat in the rain.\nShot 2: a dog on a skateboard.")
+        page.locator(".editor button.primary").click()
+        expect(page.locator(".workspace-panel .msg.ok")).to_contain_text("3")
+        w.screenshot("re-applied")
+    with _api(stack) as api:
+        doc = api.get(f"/v1/objects/{oid}").json()
+        assert doc["version"] == 3 and doc["content"]["text"].startswith(
+            "Shot 1: a cat in the rain"
+        )
+        versions = api.get(f"/v1/objects/{oid}/versions").json()["versions"]
+        assert [v["created_by"].split(":")[0] for v in versions] == ["user", "task", "user"]
+
+
+def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -> None:
+    with browser_page(browser, "sse") as w:
+        # While the api is away the page's fetches fail: expected, and only then.
+        w.allowed.update(
+            {"ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", "ERR_INCOMPLETE_CHUNKED_ENCODING"}
+        )
+        page = w.page
+        _open(page, stack)
+        page.wait_for_function("window.__lomo.connected && window.__lomo.seqs.length > 0")
+        with httpx.Client(base_url=stack["sim_url"]) as sim:
+            sim.post("/sim/faults", json={"latency_scale": 60})
+        _say(page, "Generate an image of a green frog")
+        expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
+            "data-status", "waiting_generation", timeout=90_000
+        )
+        pid = json.loads((stack["data_dir"] / "stack.json").read_text())["pids"]["api"]
+        os.kill(pid, signal.SIGKILL)
+        page.wait_for_function("!window.__lomo.connected", timeout=30_000)
+        w.screenshot("api-down")
+        expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
+            "data-status", "completed", timeout=180_000
+        )
+        expect(page.locator(".task-detail .artifact img")).to_be_visible(timeout=60_000)
+        w.screenshot("resumed")
+        with _api(stack) as api:
+            everything = [e["seq"] for e in all_events(api)]
+        page.wait_for_function(f"window.__lomo.seqs.at(-1) === {everything[-1]}", timeout=30_000)
+        seen = page.evaluate("window.__lomo.seqs")
+        assert seen == everything, "an event was lost or repeated across the reconnect"
+        with httpx.Client(base_url=stack["sim_url"]) as sim:
+            sim.delete("/sim/faults")
+
+
+def test_an_upload_over_the_limit_is_refused_clearly(
+    browser: Any, stack: dict[str, Any], tmp_path: Path
+) -> None:
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG" + os.urandom(UPLOAD_LIMIT + 1000))
+    small = tmp_path / "small.txt"
+    small.write_bytes(b"hello")
+    with browser_page(browser, "upload") as w:
+        page = w.page
+        _open(page, stack)
+        page.set_input_files("input[name=upload]", str(big))
+        expect(page.locator(".workspace-panel .msg.error")).to_contain_text("limit is 0.2 MB")
+        w.screenshot("too-large")
+        page.set_input_files("input[name=upload]", str(small))
+        expect(page.locator(".workspace-panel .msg.ok")).to_be_visible()
+        expect(page.locator(".objects li", has_text="small.txt")).to_have_count(1)
+    with _api(stack) as api:
+        names = [o["name"] for o in api.get("/v1/objects").json()["objects"]]
+        assert "big.png" not in names
+        # The server refuses it too, before reading the body, with the documented body.
+        data = base64.b64encode(big.read_bytes()).decode()
+        r = api.post(
+            "/v1/objects",
+            json={
+                "type": "asset",
+                "name": "big.png",
+                "content": {"media_type": "image/png", "data_base64": data},
+            },
+        )
+        assert r.status_code == 413 and r.json()["error"] == "too_large", r.text
+        assert "big.png" not in [o["name"] for o in api.get("/v1/objects").json()["objects"]]

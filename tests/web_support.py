@@ -1,0 +1,72 @@
+"""Playwright in Debian's Chromium against a real `lomo up`: the browser, a page that
+fails the test on any console error or page error (unless the test names that network
+status as expected), and numbered screenshots in test-artifacts/web/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "web"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Chromium reports a fetch that got an error status as a console error; a test names the
+# statuses it provokes on purpose (a 409 conflict, a 413 upload, the api being away).
+_NETWORK = re.compile(r"status of (\d{3})|net::(ERR_[A-Z_]+)")
+
+
+def require_browser() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium")
+    pytest.skip("Chromium is not installed (make test installs it)")
+
+
+class PageWatch:
+    """Console errors and page errors seen by one page."""
+
+    def __init__(self, page: Any, name: str) -> None:
+        self.page, self.name = page, name
+        self.errors: list[str] = []
+        self.allowed: set[str] = set()
+        self.shot = 0
+        page.on("console", self._console)
+        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+    def _console(self, msg: Any) -> None:
+        if msg.type != "error":
+            return
+        m = _NETWORK.search(msg.text)
+        if m and (m.group(1) or m.group(2)) in self.allowed:
+            return
+        self.errors.append(f"console: {msg.text}")
+
+    def screenshot(self, step: str) -> Path:
+        self.shot += 1
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{self.name}-{self.shot:02d}-{step}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def assert_clean(self) -> None:
+        assert not self.errors, "\n".join(self.errors)
+
+
+@contextmanager
+def browser_page(browser: Any, name: str, locale: str = "en-US") -> Iterator[PageWatch]:
+    context = browser.new_context(locale=locale, viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    watch = PageWatch(page, name)
+    try:
+        yield watch
+    finally:
+        context.close()
+    watch.assert_clean()

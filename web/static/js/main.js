@@ -1,0 +1,188 @@
+// The creative app: one entry box (no sessions, no task to choose first), the tasks with
+// live status, the questions waiting for the person, the workspace, budget and memory.
+import { api, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
+import { renderCard } from "./cards.js";
+import { debounce, h, replace } from "./dom.js";
+import { LANG, t } from "./i18n.js";
+import { renderBudget, renderMemory } from "./panels.js";
+import { renderTask, renderTaskList } from "./tasks.js";
+import { Workspace } from "./workspace.js";
+
+const root = document.getElementById("root");
+document.documentElement.lang = LANG;
+document.title = t("title");
+// Every event the page received, in order: the reconnect test compares it with the log.
+window.__lomo = { seqs: [], connected: false };
+
+function login(message) {
+  const input = h("input", { type: "password", name: "token", autocomplete: "off", placeholder: t("login_token") });
+  const err = h("p", { class: "msg error", role: "alert" }, message || "");
+  if (!message) err.hidden = true;
+  const submit = async (e) => {
+    e.preventDefault();
+    const token = input.value.trim();
+    if (token && (await checkToken(token))) { auth.set(token); start(); return; }
+    err.hidden = false;
+    err.textContent = t("login_bad");
+  };
+  replace(root, h("main", { class: "login" },
+    h("h1", {}, t("title")), h("h2", {}, t("login_title")), h("p", { class: "muted" }, t("login_hint")),
+    h("form", { onsubmit: submit }, input, h("button", { class: "primary", type: "submit" }, t("login_submit"))),
+    err));
+  input.focus();
+}
+
+let stream = null;
+whenUnauthorized(() => {
+  stream?.stop();
+  auth.clear();
+  login(t("login_expired"));
+});
+
+async function start() {
+  const state = { selected: null, progress: new Map(), lastMessage: null };
+  const report = (e) => showError(e);
+  const el = {
+    entryResult: h("div", { class: "entry-result", role: "status" }),
+    thread: h("div", { class: "thread" }),
+    tasks: h("div", { class: "task-list" }),
+    cards: h("div", { class: "open-cards" }),
+    task: h("div", { class: "task-detail" }),
+    budget: h("div", { class: "budget-panel" }),
+    memory: h("div", { class: "memory-panel" }),
+    workspace: h("div", { class: "workspace-panel" }),
+    errors: h("div", { class: "errors", role: "alert" }),
+    conn: h("span", { class: "conn" }),
+  };
+  const showError = (e) => replace(el.errors, h("div", { class: "msg error" }, t("error", { detail: e.message || e })));
+  const entry = h("textarea", { name: "entry", rows: 3, placeholder: t("entry_placeholder") });
+  const send = async (e) => {
+    e.preventDefault();
+    const text = entry.value.trim();
+    if (!text) return;
+    try {
+      const r = await api("/v1/messages", { method: "POST", body: { text, client_message_id: crypto.randomUUID() } });
+      entry.value = "";
+      state.lastMessage = r.message_id;
+      replace(el.entryResult, h("span", { class: "muted" }, t("routing")));
+      showRouting();
+    } catch (err) { report(err); }
+  };
+  const tabs = h("nav", { class: "tabs" });
+  const panes = { workspace: el.workspace, memory: el.memory };
+  for (const name of Object.keys(panes)) {
+    tabs.append(h("button", { dataset: { tab: name }, onclick: () => showTab(name) }, t(name)));
+  }
+  const showTab = (name) => {
+    for (const [n, pane] of Object.entries(panes)) pane.hidden = n !== name;
+    for (const b of tabs.children) b.classList.toggle("active", b.dataset.tab === name);
+    if (name === "memory") refreshMemory();
+  };
+  replace(root,
+    h("header", {}, h("h1", {}, t("title")), el.budget, el.conn,
+      h("button", { class: "link", onclick: () => { auth.clear(); stream?.stop(); login(); } }, t("logout"))),
+    el.errors,
+    h("div", { class: "layout" },
+      h("section", { class: "col-left" },
+        h("form", { class: "entry", onsubmit: send }, entry, h("button", { class: "primary", type: "submit" }, t("send"))),
+        el.entryResult,
+        h("h3", {}, t("tasks")), el.tasks,
+        h("h3", {}, t("thread")), el.thread),
+      h("section", { class: "col-main" }, h("h3", {}, t("open_cards")), el.cards, el.task),
+      h("section", { class: "col-right" }, tabs, el.workspace, el.memory)));
+  entry.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
+  const workspace = new Workspace(el.workspace, { report, limitBytes: await uploadLimit() });
+  showTab("workspace");
+
+  const refreshTasks = debounce(async () => {
+    try {
+      const { tasks } = await api("/v1/tasks?include_lightweight=true");
+      renderTaskList(el.tasks, tasks.filter((x) => x.status !== "archived"), state.selected, select, state.progress);
+    } catch (e) { report(e); }
+  }, 150);
+  const refreshTask = debounce(async () => {
+    if (!state.selected) return;
+    try { await renderTask(el.task, state.selected, { refresh: refreshAll, report, progress: state.progress }); } catch (e) { report(e); }
+  }, 150);
+  const refreshCards = debounce(async () => {
+    try {
+      const { cards } = await api("/v1/cards?status=open");
+      const free = cards.filter((c) => !c.task_id || c.task_id !== state.selected);
+      replace(el.cards, free.length ? free.map((c) => renderCard(c, refreshAll, report)) : h("p", { class: "muted" }, t("none_open")));
+    } catch (e) { report(e); }
+  }, 150);
+  const refreshThread = debounce(async () => {
+    try {
+      const { items } = await api("/v1/thread");
+      const lines = items.filter((i) => i.type === "message.received" || i.type === "task.reply").slice(-30);
+      replace(el.thread, h("ul", {}, lines.map((i) =>
+        h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || ""))));
+    } catch (e) { report(e); }
+  }, 150);
+  const refreshBudget = debounce(() => renderBudget(el.budget).catch(report), 150);
+  const refreshMemory = debounce(() => { if (!el.memory.hidden) renderMemory(el.memory, { refresh: refreshAll, report }).catch(report); }, 150);
+  const refreshWorkspace = debounce(() => workspace.refresh().catch(report), 150);
+  function refreshAll() {
+    refreshTasks(); refreshTask(); refreshCards(); refreshBudget(); refreshThread(); refreshMemory();
+  }
+  function select(taskId) { state.selected = taskId; refreshTasks(); refreshTask(); refreshCards(); }
+
+  // The routed event may come before the POST's answer: look again until it is routed.
+  async function showRouting(tries = 0) {
+    const id = state.lastMessage;
+    if (!id) return;
+    const m = await api(`/v1/messages/${id}`);
+    const r = m.routing;
+    if (r.status !== "routed") {
+      if (tries < 120 && id === state.lastMessage) setTimeout(() => showRouting(tries + 1).catch(report), 1000);
+      return;
+    }
+    if (r.decision === "clarify") {
+      replace(el.entryResult, h("span", {}, t("asked_which")));
+    } else if (r.task_id) {
+      const task = await api(`/v1/tasks/${r.task_id}`);
+      replace(el.entryResult, h("button", { class: "link routed", dataset: { taskId: r.task_id }, onclick: () => select(r.task_id) },
+        t("routed_to", { goal: task.goal || r.task_id })));
+      select(r.task_id);
+    } else {
+      replace(el.entryResult, h("span", { class: "muted" }, t("answered")));
+    }
+  }
+
+  const onEvent = (ev) => {
+    window.__lomo.seqs.push(ev.seq);
+    const d = ev.data || {};
+    if (ev.type.startsWith("generation.") && d.task_id) state.progress.set(d.task_id, d.progress ?? 0);
+    if (ev.type === "message.routed" && d.message_id === state.lastMessage) showRouting().catch(report);
+    if (ev.type.startsWith("task.") || ev.type.startsWith("generation.")) { refreshTasks(); refreshThread(); if (!d.task_id || d.task_id === state.selected) refreshTask(); }
+    if (ev.type.startsWith("card.")) { refreshCards(); refreshTask(); }
+    if (ev.type === "budget.changed" || ev.type.startsWith("generation.")) refreshBudget();
+    if (ev.type.startsWith("memory.")) refreshMemory();
+    if (ev.type.startsWith("object.")) { refreshWorkspace(); workspace.changed(ev); }
+  };
+  const onState = (up) => {
+    window.__lomo.connected = up;
+    replace(el.conn, up ? null : h("span", { class: "msg warn" }, t("offline")));
+    if (up) refreshAll();
+  };
+  stream = streamEvents(onEvent, onState);
+  refreshAll();
+  refreshWorkspace();
+}
+
+async function uploadLimit() {
+  try { return (await api("/v1/session")).max_upload_bytes; } catch { return 50e6; }
+}
+
+// A token in the address fragment (`make up` prints such a link) signs in once and is
+// taken out of the address bar; fragments never reach the server or its logs.
+const fragment = new URLSearchParams(location.hash.slice(1));
+if (fragment.get("token")) {
+  const token = fragment.get("token");
+  history.replaceState(null, "", location.pathname);
+  checkToken(token).then((ok) => { if (ok) { auth.set(token); start(); } else login(t("login_bad")); });
+} else if (auth.token) {
+  checkToken(auth.token).then((ok) => (ok ? start() : (auth.clear(), login(t("login_expired")))));
+} else {
+  login();
+}

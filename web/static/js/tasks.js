@@ -1,0 +1,84 @@
+// The task list (live status from SSE) and one task's card: goal, checklist with
+// evidence, its questions, results shown inline, progress of running jobs, controls.
+import { api, blobUrl } from "./api.js";
+import { renderCard } from "./cards.js";
+import { h, replace } from "./dom.js";
+import { t } from "./i18n.js";
+
+export function statusBadge(status) {
+  return h("span", { class: `badge status-${status}`, dataset: { status } }, t(`status_${status}`));
+}
+
+export function renderTaskList(el, tasks, selected, onSelect, progress) {
+  if (!tasks.length) return replace(el, h("p", { class: "muted" }, t("no_tasks")));
+  replace(el, h("ul", { class: "tasks" }, tasks.map((task) => {
+    const p = progress.get(task.task_id);
+    return h("li", {
+      class: task.task_id === selected ? "task selected" : "task",
+      dataset: { taskId: task.task_id, status: task.status },
+      onclick: () => onSelect(task.task_id),
+    },
+    h("div", { class: "task-goal" }, task.goal || task.task_id),
+    h("div", { class: "task-meta" }, statusBadge(task.status),
+      task.status === "waiting_generation" && p !== undefined
+        ? h("progress", { max: 1, value: p, title: t("progress", { p: Math.round(p * 100) }) }) : null,
+      task.status === "stopped" && task.status_reason ? h("span", { class: "muted" }, task.status_reason) : null));
+  })));
+}
+
+export async function renderArtifact(objectId) {
+  const obj = await api(`/v1/objects/${objectId}`);
+  const type = obj.content?.media_type || "";
+  const fig = h("figure", { class: "artifact", dataset: { objectId, mediaType: type } });
+  const url = await blobUrl(objectId);
+  if (type.startsWith("image/")) fig.append(h("img", { src: url, alt: obj.name }));
+  else if (type.startsWith("video/")) fig.append(h("video", { src: url, controls: true, muted: true, loop: true }));
+  else if (type.startsWith("audio/")) fig.append(h("audio", { src: url, controls: true }));
+  else fig.append(h("a", { href: url, download: obj.name, class: "download" }, `${t("download")} ${obj.name}`));
+  fig.append(h("figcaption", {}, obj.name));
+  return fig;
+}
+
+export async function renderTask(el, taskId, { refresh, report, progress }) {
+  const [task, budget] = await Promise.all([
+    api(`/v1/tasks/${taskId}`),
+    api(`/v1/tasks/${taskId}/budget`),
+  ]);
+  const control = async (what, body) => {
+    try { await api(`/v1/tasks/${taskId}/${what}`, { method: "POST", body }); refresh(); } catch (e) { report(e); }
+  };
+  const closed = ["stopped", "completed", "failed", "archived"].includes(task.status);
+  const p = progress.get(taskId);
+  const autonomy = h("select", {
+    name: "autonomy",
+    onchange: (e) => control("autonomy", { level: e.target.value }),
+  }, ["ask", "within_budget"].map((lvl) =>
+    h("option", { value: lvl, selected: budget.autonomy === lvl }, t(`autonomy_${lvl}`))));
+  const artifacts = h("div", { class: "artifacts" });
+  replace(el,
+    h("div", { class: "task-head" },
+      h("h2", {}, task.goal || task.task_id),
+      statusBadge(task.status),
+      task.status_reason ? h("span", { class: "muted reason" }, t("reason", { reason: task.status_reason })) : null,
+      task.status === "waiting_generation" && p !== undefined ? h("progress", { max: 1, value: p }) : null),
+    h("div", { class: "task-controls" },
+      !closed && task.status !== "paused" ? h("button", { onclick: () => control("pause") }, t("pause")) : null,
+      task.status === "paused" || (task.status === "stopped" && task.status_reason)
+        ? h("button", { onclick: () => control("resume", {}) }, t("resume")) : null,
+      !closed ? h("button", { onclick: () => control("stop") }, t("stop")) : null,
+      h("label", {}, `${t("autonomy")}: `, autonomy)),
+    task.checklist.length ? h("section", {},
+      h("h3", {}, t("checklist")),
+      h("ul", { class: "checklist" }, task.checklist.map((item) =>
+        h("li", { class: `item item-${item.status}`, dataset: { status: item.status } },
+          h("span", { class: "tick" }, item.status === "done" ? "✓" : "○"), " ", item.title,
+          item.artifacts?.length ? h("span", { class: "muted" }, ` (${t("evidence")}: ${item.artifacts.length})`) : null,
+          item.note ? h("span", { class: "muted" }, ` — ${item.note}`) : null)))) : null,
+    task.cards.filter((c) => c.status === "open").map((c) => renderCard(c, refresh, report)),
+    h("section", {}, h("h3", {}, t("artifacts")),
+      task.artifacts.length ? artifacts : h("p", { class: "muted" }, t("no_artifacts"))));
+  for (const id of task.artifacts) {
+    renderArtifact(id).then((fig) => artifacts.append(fig)).catch(report);
+  }
+  return task;
+}
