@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
@@ -26,6 +28,17 @@ async def _signal(client: Client, settings: Settings, user_id: str, signal: str,
     )
 
 
+def _with_start(settings: Settings, user_id: str) -> WithStartWorkflowOperation[Any, Any]:
+    """Update-with-start: the person's memory workflow, started if it is not running."""
+    return WithStartWorkflowOperation(
+        MemoryWorkflow.run,
+        MemoryInput(user_id, settings.memory_retry_seconds),
+        id=workflow_id(user_id),
+        task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+
+
 async def request_extraction(
     client: Client, settings: Settings, user_id: str, message_id: str
 ) -> None:
@@ -40,13 +53,7 @@ async def request_forget(client: Client, settings: Settings, user_id: str, card_
 async def request_correction(
     client: Client, settings: Settings, user_id: str, evidence_id: str
 ) -> CorrectOutput:
-    start = WithStartWorkflowOperation(
-        MemoryWorkflow.run,
-        MemoryInput(user_id, settings.memory_retry_seconds),
-        id=workflow_id(user_id),
-        task_queue=settings.task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-    )
+    start = _with_start(settings, user_id)
     result: CorrectOutput = await client.execute_update_with_start_workflow(
         "correct", evidence_id, start_workflow_operation=start, result_type=CorrectOutput
     )
@@ -55,13 +62,7 @@ async def request_correction(
 
 async def forget_and_wait(client: Client, settings: Settings, user_id: str, card_id: str) -> str:
     """Run the confirmed forget now and return once it ran (or why it will run later)."""
-    start = WithStartWorkflowOperation(
-        MemoryWorkflow.run,
-        MemoryInput(user_id, settings.memory_retry_seconds),
-        id=workflow_id(user_id),
-        task_queue=settings.task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-    )
+    start = _with_start(settings, user_id)
     result: str = await client.execute_update_with_start_workflow(
         "forget_and_wait", card_id, start_workflow_operation=start, result_type=str
     )

@@ -56,7 +56,13 @@ async def test_worker_killed_mid_call(
             first = workers.spawn("worker1")
             user = await new_user(db)
             task_id, handle = await start_task(
-                temporal_client, db, task_queue, user, "make a poster", heartbeat_timeout_seconds=2
+                # 5 s: a loaded CI machine must not miss a heartbeat of the live first worker
+                temporal_client,
+                db,
+                task_queue,
+                user,
+                "make a poster",
+                heartbeat_timeout_seconds=5,
             )
             probes = tmp_path / "probes"
             await eventually(lambda: _started(probes, tool), within=60)

@@ -309,3 +309,33 @@ def test_an_upload_over_the_limit_is_refused_clearly(
         )
         assert r.status_code == 413 and r.json()["error"] == "too_large", r.text
         assert "big.png" not in [o["name"] for o in api.get("/v1/objects").json()["objects"]]
+
+
+def test_memory_panel_shows_provenance_and_forgets_by_card(
+    browser: Any, stack: dict[str, Any]
+) -> None:
+    with browser_page(browser, "memory") as w:
+        page = w.page
+        _open(page, stack)
+        _say(page, "Our brand's main colour is blue.")
+        page.locator("nav.tabs [data-tab=memory]").click()
+        item = page.locator(".memory-panel li", has_text="blue")
+        for _ in range(240):  # extraction runs in the background; the tab is re-read on open
+            if item.count():
+                break
+            page.locator("nav.tabs [data-tab=workspace]").click()
+            page.locator("nav.tabs [data-tab=memory]").click()
+            page.wait_for_timeout(500)
+        expect(item.first).to_be_visible()
+        expect(item.first).to_contain_text("1 message")  # where it came from
+        w.screenshot("remembered")
+        item.first.locator("button", has_text="Forget this").click()
+        card = page.locator(".memory-panel .card-forget")
+        expect(card).to_be_visible()
+        w.screenshot("forget-card")
+        card.locator("[data-action=confirm]").click()
+        expect(page.locator(".memory-panel li", has_text="blue")).to_have_count(0, timeout=60_000)
+        w.screenshot("forgotten")
+    with _api(stack) as api:
+        memories = api.get("/v1/memory").json()["memories"]
+        assert not [m for m in memories if "blue" in m["content"] and m["status"] == "active"]

@@ -34,17 +34,19 @@ def up_env(**extra: str) -> dict[str, str]:
 
 
 def start_up(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    log = data_dir.parent / f"{data_dir.name}-lomo-up.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
         env=env,
-        stdout=subprocess.PIPE,
+        # A file, not a pipe nobody reads: a long crash loop's log lines must not block it.
+        stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
     )
     stack_file = data_dir / "stack.json"
     deadline = time.monotonic() + 120
     while not stack_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            out = proc.stdout.read().decode() if proc.stdout else ""
+            out = log.read_text(errors="replace")
             proc.kill()
             raise AssertionError(f"lomo up did not become ready:\n{out[-3000:]}")
         time.sleep(0.2)
