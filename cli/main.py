@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -133,7 +134,13 @@ def tasks(
     than N minutes, found through Temporal's search attributes (as in the Web UI)."""
     s = _settings(data_dir)
     if stuck is not None:
-        raise typer.Exit(asyncio.run(_stuck(s, stuck, user)))
+        code = asyncio.run(_stuck(s, stuck, user))
+        # The Temporal client's core runtime threads can race interpreter finalization and
+        # abort the process (about 1 in 30 runs after a failed connect, seen here): the
+        # answer is printed, so leave without finalizing.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     from sqlalchemy import select
 
     from lomo.db.engine import Database
