@@ -8,6 +8,14 @@ import { renderArtifact } from "./tasks.js";
 
 const MB = 1e6;
 
+// "task:{task_id}:{call_id}" → "agent (task:{task_id})"; "user" → "you".
+function author(createdBy) {
+  if (!createdBy) return "?";
+  if (createdBy === "user") return t("author_you");
+  const [kind, id] = createdBy.split(":");
+  return kind === "task" ? t("author_agent", { task: `task:${id}` }) : createdBy;
+}
+
 export class Workspace {
   constructor(el, { report, limitBytes }) {
     this.el = el;
@@ -38,7 +46,7 @@ export class Workspace {
   changed(ev) {
     if (!this.open || ev.data.object_id !== this.open.object_id) return;
     if (ev.data.version > this.open.version) {
-      this.say(t("changed_elsewhere", { author: ev.data.created_by || "?", version: ev.data.version }), "warn");
+      this.say(t("changed_elsewhere", { author: author(ev.data.created_by), version: ev.data.version }), "warn");
     }
   }
 
@@ -85,7 +93,7 @@ export class Workspace {
   async conflict(mine, body) {
     const current = await api(`/v1/objects/${this.open.object_id}`);
     const box = h("div", { class: "conflict", dataset: { currentVersion: body.current_version } },
-      h("strong", {}, t("conflict_title", { current: body.current_version, author: current.created_by })),
+      h("strong", {}, t("conflict_title", { current: body.current_version, author: author(current.created_by) })),
       h("p", { class: "changed" }, body.changed || body.detail),
       h("p", { class: "muted" }, t("conflict_hint")),
       h("details", { open: true }, h("summary", {}, t("your_text")), h("pre", { class: "mine" }, mine)),
