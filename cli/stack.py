@@ -18,7 +18,6 @@ from cli.supervise import Backoff, Supervisor
 from lomo.settings import Settings
 
 log = logging.getLogger(__name__)
-PARTS = ("temporal", "sim", "worker", "api")
 
 
 def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]:

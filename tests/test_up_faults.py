@@ -20,14 +20,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.up_support import all_events, start_up, stop_up, up_env
+from tests.up_support import all_events, start_up, stop_up, until, up_env
 
 pytestmark = pytest.mark.slow
 
@@ -37,15 +36,6 @@ CAT = "Generate an image of a red tabby cat"
 def _stack(data_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((data_dir / "stack.json").read_text())
     return data
-
-
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if out := check():
-            return out
-        time.sleep(0.2)
-    raise AssertionError(f"not within {within:.0f} s: {what}")
 
 
 def _task_of(api: httpx.Client, mid: str) -> dict[str, Any] | None:
@@ -141,7 +131,7 @@ def _worker_dies_mid_job_then_crash_loops(
 ) -> None:
     httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 100}, timeout=10)  # seconds
     first = _post(api, CAT)
-    _until(lambda: _status(api, first, "waiting_generation"), 90, "the job is running")
+    until(lambda: _status(api, first, "waiting_generation"), 90, "the job is running")
     assert [j["status"] for j in _jobs(sim_url)] in (["queued"], ["running"])
     crash.touch()  # from now on every worker start exits at once
     old = _kill(data_dir, "worker")
@@ -154,15 +144,15 @@ def _worker_dies_mid_job_then_crash_loops(
         w = _stack(data_dir)["processes"]["worker"]
         return w if w["restarts"] >= 4 else None
 
-    w = _until(looping, 60, "the crash loop is reported")
+    w = until(looping, 60, "the crash loop is reported")
     # Backing off, not spinning: each delay doubles up to the cap, every exit is recorded.
     assert w["delays"][:4] == [0.2, 0.4, 0.8, 1.6] and w["last_exit"] == 3
     assert w["pid"] != old
     assert (data_dir / "logs").is_dir()
     crash.unlink()
-    done = _until(lambda: _status(api, first, "completed"), 120, "the paid task completes")
+    done = until(lambda: _status(api, first, "completed"), 120, "the paid task completes")
     assert api.get(f"/v1/objects/{done['artifacts'][0]}/blob").content.startswith(b"\x89PNG")
-    _until(lambda: _status(api, second, "completed"), 120, "the message sent meanwhile")
+    until(lambda: _status(api, second, "completed"), 120, "the message sent meanwhile")
     assert _stack(data_dir)["processes"]["worker"]["state"] == "running"
     # Exactly one upstream job per task: the restarted worker submitted nothing twice.
     assert len(_jobs(sim_url)) == 2
@@ -174,16 +164,16 @@ def _api_dies_under_an_sse_client(
 ) -> None:
     sse = SseClient(f"{stack['api_url']}/v1/events", stack["demo_token"])
     sse.start()
-    _until(lambda: sse.seqs, 30, "the SSE client has the history")
+    until(lambda: sse.seqs, 30, "the SSE client has the history")
     httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 60}, timeout=10)
     mid = _post(api, "Generate an image of a green frog")
-    _until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
+    until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
     _kill(data_dir, "api")
     # The job finishes while the api may be down: its events are written by the worker
     # (and the callback is retried or replaced by the compensating poll).
-    _until(lambda: _api_back(api) and _status(api, mid, "completed"), 120, "completed")
+    until(lambda: _api_back(api) and _status(api, mid, "completed"), 120, "completed")
     everything = [e["seq"] for e in all_events(api)]
-    _until(lambda: sse.seqs[-1:] == everything[-1:], 30, "the client caught up")
+    until(lambda: sse.seqs[-1:] == everything[-1:], 30, "the client caught up")
     sse.done.set()
     assert sse.reconnects >= 1
     assert sse.seqs == everything, "an event was lost or repeated across the reconnect"
@@ -202,10 +192,10 @@ def _temporal_dies_while_a_task_is_parked(api: httpx.Client, data_dir: Path, sim
     httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 100}, timeout=10)
     jobs_before = len(_jobs(sim_url))
     mid = _post(api, "Generate an image of a yellow submarine")
-    _until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
+    until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
     _kill(data_dir, "temporal")
-    _until(lambda: _stack(data_dir)["restarts"]["temporal"] == 1, 30, "temporal restarted")
-    done = _until(lambda: _status(api, mid, "completed"), 180, "the parked task completes")
+    until(lambda: _stack(data_dir)["restarts"]["temporal"] == 1, 30, "temporal restarted")
+    done = until(lambda: _status(api, mid, "completed"), 180, "the parked task completes")
     assert done["artifacts"]
     assert len(_jobs(sim_url)) == jobs_before + 1
     httpx.delete(f"{sim_url}/sim/faults", timeout=10)

@@ -12,7 +12,6 @@ import base64
 import json
 import os
 import signal
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +21,7 @@ import httpx
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import all_events, start_up, stop_up, up_env
+from tests.up_support import all_events, start_up, stop_up, until, up_env
 from tests.web_support import browser_page, require_browser
 
 pytestmark = pytest.mark.slow
@@ -167,7 +166,7 @@ def _agent_edits(st: dict[str, Any], object_id: str, old: str, new: str) -> None
             result = await EditDocument(deps).run(
                 ctx, {"object_id": object_id, "edits": [{"old": old, "new": new}]}
             )
-            assert result.status == "done", result.output
+            assert result.status == "done", result.result
         await db.dispose()
 
     # Playwright's sync API owns this thread's event loop: run the tool on another thread.
@@ -179,12 +178,12 @@ def _a_task(st: dict[str, Any]) -> str:
     """A task of the person's, for the agent's edit to be authored by."""
     with _api(st) as api:
         mid = api.post("/v1/messages", json={"text": "Generate an image of a lighthouse"}).json()
-        for _ in range(300):
+
+        def routed() -> str | None:
             routing = api.get(f"/v1/messages/{mid['message_id']}").json()["routing"]
-            if routing.get("task_id"):
-                return str(routing["task_id"])
-            time.sleep(0.2)
-    raise AssertionError("the message was never routed")
+            return routing.get("task_id")
+
+        return str(until(routed, 60, "the message is routed"))
 
 
 async def _user_id(db: Any) -> str:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,13 @@ def stop_up(proc: subprocess.Popen[bytes], stack: dict[str, Any]) -> None:
 def all_events(api: httpx.Client) -> list[dict[str, Any]]:
     r = api.get("/v1/events", params={"once": "true"})
     return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+
+
+def until(check: Callable[[], Any], within: float, what: str) -> Any:
+    """Poll a sync check against a live stack until it answers something truthy."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if out := check():
+            return out
+        time.sleep(0.2)
+    raise AssertionError(f"not within {within:.0f} s: {what}")
