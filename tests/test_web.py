@@ -248,7 +248,12 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
     with browser_page(browser, "sse") as w:
         # While the api is away the page's fetches fail: expected, and only then.
         w.allowed.update(
-            {"ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", "ERR_INCOMPLETE_CHUNKED_ENCODING"}
+            {
+                "ERR_CONNECTION_REFUSED",
+                "ERR_CONNECTION_RESET",
+                "ERR_EMPTY_RESPONSE",
+                "ERR_INCOMPLETE_CHUNKED_ENCODING",
+            }
         )
         page = w.page
         _open(page, stack)
