@@ -9,7 +9,7 @@ import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -134,13 +134,7 @@ def tasks(
     than N minutes, found through Temporal's search attributes (as in the Web UI)."""
     s = _settings(data_dir)
     if stuck is not None:
-        code = asyncio.run(_stuck(s, stuck, user))
-        # The Temporal client's core runtime threads can race interpreter finalization and
-        # abort the process (about 1 in 30 runs after a failed connect, seen here): the
-        # answer is printed, so leave without finalizing.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        _exit_past_temporal(asyncio.run(_stuck(s, stuck, user)))
     from sqlalchemy import select
 
     from lomo.db.engine import Database
@@ -224,8 +218,19 @@ def replay(
         asyncio.run(run())
     except Exception as e:
         typer.echo(f"replay failed: {e}", err=True)
-        raise typer.Exit(1) from e
+        _exit_past_temporal(1)
     typer.echo("replay ok")
+    _exit_past_temporal(0)
+
+
+def _exit_past_temporal(code: int) -> NoReturn:
+    """End a command that used the Temporal SDK (client or replayer) without interpreter
+    finalization: the SDK core's runtime threads can race it and abort the process (seen
+    here about 1 run in 30, after a failed connect and after a nondeterminism error). The
+    answer is printed by then, so nothing is lost."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
