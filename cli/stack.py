@@ -6,9 +6,11 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +30,45 @@ def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]
         )
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
+def _wait_http(
+    url: str, proc: subprocess.Popen[bytes], timeout: float, ours: Callable[[Any], bool]
+) -> None:
+    """Wait until our own server answers at `url`: a 200 whose JSON `ours` recognises. Any
+    other answer (a 404 from some other server that holds the port) is not readiness."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{url}: process exited with {proc.returncode}")
         try:
-            if httpx.get(url, timeout=1.0).status_code < 500:
+            r = httpx.get(url, timeout=1.0)
+            if r.status_code == 200 and ours(r.json()):
                 return
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ValueError):
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def _wait_temporal(settings: Settings, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    import socket
+def _ports_in_use(settings: Settings) -> list[str]:
+    """The ports `lomo up` is about to bind that something else already holds."""
+    wanted = {
+        "api (LOMO_API_PORT)": settings.api_port,
+        "simulator (LOMO_SIM_PORT)": settings.sim_port,
+        "Temporal (LOMO_TEMPORAL_PORT)": settings.temporal_port,
+        "Temporal UI (LOMO_TEMPORAL_UI_PORT)": settings.temporal_ui_port,
+    }
+    taken = []
+    for what, port in wanted.items():
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "taken"
+            try:
+                s.bind((settings.host, port))
+            except OSError:
+                taken.append(f"{what} {settings.host}:{port}")
+    return taken
 
+
+def _wait_temporal(settings: Settings, proc: subprocess.Popen[bytes], timeout: float) -> None:
     host, port = settings.resolved_temporal_address.rsplit(":", 1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -56,6 +80,12 @@ def _wait_temporal(settings: Settings, proc: subprocess.Popen[bytes], timeout: f
                 return
         time.sleep(0.2)
     raise TimeoutError("temporal did not answer")
+
+
+def _is_lomo_api(body: Any) -> bool:
+    return (
+        isinstance(body, dict) and body.get("service") == "lomo-api" and body.get("ready") is True
+    )
 
 
 def _demo_token(settings: Settings) -> str:
@@ -94,6 +124,9 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     logs.mkdir(exist_ok=True)
     stack_file = settings.data_dir / "stack.json"
     stack_file.unlink(missing_ok=True)  # written again only once every part answers
+    if taken := _ports_in_use(settings):
+        log.error("cannot start: in use already: %s (another lomo up?)", ", ".join(taken))
+        return 1
     upgrade(settings.resolved_database_url)
     token = _demo_token(settings)
     stack: dict[str, Any] = {}
@@ -134,9 +167,11 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     try:
         try:
             _wait_temporal(settings, start("temporal"), ready_timeout)
-            _wait_http(f"{settings.resolved_sim_url}/jobs", start("sim"), ready_timeout)
+            sim_url = f"{settings.resolved_sim_url}/jobs"
+            _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b)
             worker = start("worker")
-            _wait_http(f"{settings.resolved_api_url}/readyz", start("api"), ready_timeout)
+            api_ready = f"{settings.resolved_api_url}/readyz"
+            _wait_http(api_ready, start("api"), ready_timeout, _is_lomo_api)
             time.sleep(0.5)
             if worker.poll() is not None:
                 raise RuntimeError(f"worker exited with {worker.returncode}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -11,11 +12,37 @@ from typing import Any
 
 import uvicorn
 
+# Ports the tests hand to servers come from below the kernel's ephemeral range (32768+),
+# where the OS picks the random ports of every other process: the Temporal dev server binds
+# its HTTP API, metrics and internal services to such random ports, and one of them once
+# took a port a test had just chosen for the api (CI saw the dev server's 404 instead of
+# the app). Each xdist worker owns its own slice, walked in order, so no two test
+# processes ever hand out the same port either.
+_PORT_BASE, _PORT_SLICE = 20_000, 1_500
+_next_port: int | None = None
+
+
+def _slice_start() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return _PORT_BASE + (index % 8) * _PORT_SLICE
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    global _next_port
+    start = _slice_start()
+    if _next_port is None:
+        _next_port = start
+    for _ in range(_PORT_SLICE):
+        port = _next_port
+        _next_port = start + (_next_port + 1 - start) % _PORT_SLICE
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken by something outside the tests; try the next one
+            return port
+    raise RuntimeError(f"no free port in {start}..{start + _PORT_SLICE}")
 
 
 class ThreadServer:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from llm.types import (
     ToolUseBlock,
 )
 from lomo.errors import ConfigError, ModelError
+from tests.helpers import free_port
 
 
 class Script:
@@ -55,17 +55,11 @@ class Standin:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[Standin]:
     script = Script()
     app = create_standin_app(script)
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -223,7 +217,7 @@ async def test_server_error_becomes_model_error(standin: Standin) -> None:
 
 async def test_connection_error_becomes_model_error() -> None:
     provider = AnthropicProvider(
-        api_key="k", model="m", base_url=f"http://127.0.0.1:{_free_port()}", timeout=5
+        api_key="k", model="m", base_url=f"http://127.0.0.1:{free_port()}", timeout=5
     )
     req = ModelRequest(system=[], messages=[Message("user", [TextBlock(text="hi")])])
     with pytest.raises(ModelError):

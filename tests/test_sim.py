@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import io
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,22 +20,17 @@ from fastapi import FastAPI, Request
 from PIL import Image
 
 from sim.app import SIGNATURE_HEADER, create_app
+from tests.helpers import free_port
 
 SECRET = "test-secret"
 SPEED = 0.02
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServerThread:
     """A uvicorn server on a free port in a background thread."""
 
     def __init__(self, app: FastAPI) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)

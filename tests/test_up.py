@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -62,3 +65,23 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
             assert "data: " not in r.text
     finally:
         stop_up(proc, stack2)
+
+
+def test_up_refuses_a_port_another_server_holds(tmp_path: Path) -> None:
+    """A port held by some other server is named and refused before anything starts (CI once
+    saw `lomo up` take a stranger's 404 on the api port for its own api's readiness)."""
+    env = up_env()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", int(env["LOMO_API_PORT"])))
+        holder.listen()
+        out = subprocess.run(
+            [sys.executable, "-m", "cli.main", "up", "--data-dir", str(tmp_path / "data")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert out.returncode == 1
+    assert f"api (LOMO_API_PORT) 127.0.0.1:{env['LOMO_API_PORT']}" in out.stdout + out.stderr
+    assert not (tmp_path / "data" / "stack.json").exists()
+    assert not (tmp_path / "data" / "logs" / "temporal.log").exists()  # nothing was started

@@ -30,4 +30,6 @@ async def readyz(request: Request, db: DbDep) -> JSONResponse:
     except Exception as e:
         checks["temporal"] = f"error: {e}"
     ok = all(v == "ok" for v in checks.values())
-    return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+    # `service` lets `lomo up` tell its own api from another server holding the port.
+    body = {"service": "lomo-api", "ready": ok, "checks": checks}
+    return JSONResponse(body, status_code=200 if ok else 503)
