@@ -7,7 +7,6 @@ person's answer. Also `ask_person`, the model's way to put a card in front of th
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -15,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
+from lomo import clock
 from lomo.cards import CardEffect, confirmed, create_card
 from lomo.db.models import Card, ChecklistItem, GenerationOrder, WorkObject
 from lomo.events import append_event
@@ -110,7 +110,7 @@ class UpdateChecklist(Tool):
                 return error("checklist change refused", reasons=problems)
             done_now: list[str] = []
             artifacts: list[str] = []
-            stamp = datetime.now(UTC)
+            stamp = clock.now()
             for u in updates:
                 item = by_id[str(u["id"])]
                 new = str(u["status"])
@@ -287,7 +287,7 @@ async def _close_decided_step(s: AsyncSession, card: Card) -> None:
     item.status = "done"
     item.evidence = {"card_id": card.id, "option_id": (card.answer or {}).get("option_id")}
     item.confirmed_by_card = card.id
-    item.updated_at = datetime.now(UTC)
+    item.updated_at = clock.now()
 
 
 DECISION_EFFECT = CardEffect(in_transaction=_close_decided_step)

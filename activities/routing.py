@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from llm.types import ModelProvider, ModelRequest
+from lomo import clock as platform_clock
 from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow, Task, TaskObject
@@ -62,7 +63,7 @@ class RoutingActivities:
 
             vectors = open_vector_index(settings)
         self.index = TaskIndex(embedder or get_embedder(settings), vectors)
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or platform_clock.now
 
     @activity.defn(name="route_message")
     async def route_message(self, inp: RouteRequest) -> RoutePlan:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -16,6 +16,7 @@ from activities.context import ContextExtras, build_context
 from activities.heartbeat import heartbeating
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ModelProvider, ModelResponse
+from lomo import clock
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
@@ -42,7 +43,7 @@ FINAL_CALL = ("done", "error", "outcome_unknown")
 
 
 def now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 class RuntimeActivities:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.db.models import Card
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
@@ -115,7 +115,7 @@ async def answer_card(
         raise InvalidInput("revise needs a text")
     card.status = "answered"
     card.answer = {"action": action, "option_id": option_id, "text": text}
-    card.answered_at = datetime.now(UTC)
+    card.answered_at = clock.now()
     await append_event(
         s, user_id, "card.answered", {"card_id": card.id, "task_id": card.task_id, **card.answer}
     )

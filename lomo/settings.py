@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     # Runtime limits (short in tests; see the README)
     max_message_chars: int = 20_000
     max_upload_bytes: int = 50 * 1024 * 1024  # one asset; its JSON body may be 4/3 + 64 KiB
+    # Hostile input (README "Limits and forgery"). Rate and stream limits are counted in
+    # each api process: with N replicas behind a balancer a token gets up to N times these.
+    rate_limit_per_minute: int = 1200  # requests per bearer token, refilled evenly; 0 = off
+    rate_limit_burst: int = 200  # requests a token may make at once before the rate applies
+    max_sse_per_person: int = 8  # open /v1/events streams per person
+    callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
     max_steps_per_turn: int = 8
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
@@ -79,6 +85,10 @@ class Settings(BaseSettings):
     # TEST-ONLY fault hook: while this file exists, a starting worker exits at once (code 3),
     # so a test can put `lomo up` into a crash loop. Never set it outside tests.
     fault_worker_exit_file: Path | None = None
+    # TEST-ONLY simulated time: a file holding seconds the platform clock (lomo/clock.py)
+    # runs ahead of real time; the scenario harness lets days pass with it. Never in
+    # production.
+    test_clock_file: Path | None = None
 
     # `lomo up` supervision: a child that dies is restarted after a delay that doubles from
     # `initial` to `max`, and starts again from `initial` once it ran `reset` seconds.

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from llm.types import ModelProvider
+from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.errors import ModelOutputError, NotFound
@@ -171,7 +172,7 @@ async def extract_message(
     raws = raw_candidates(response)
     if raws is None:
         raise ModelOutputError(f"extraction for {message_id} returned no candidate list")
-    now = datetime.now(UTC)
+    now = clock.now()
     touched = Touched()
     async with db.session() as s:
         ev = await s.get(Evidence, ev.id, with_for_update=True) or ev

@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.errors import InvalidInput, NotFound
 from memory.candidates import Candidate
 from memory.chains import Touched, apply_candidate
@@ -172,7 +173,7 @@ async def forget(
             [],
             done.profile_version,
         )
-    now = datetime.now(UTC)
+    now = clock.now()
     evidence = await resolve_evidence(s, user_id, memory_id, text)
     forgotten = {ev.id for ev in evidence}
     links = list(await s.scalars(select(MemoryLink).where(MemoryLink.user_id == user_id)))

@@ -12,13 +12,14 @@ Lock order in every transaction that touches money: (an existing order row) → 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
 from money.models import Account, LedgerEntry
@@ -27,7 +28,7 @@ INITIAL_KEY = "initial-credit"
 
 
 def now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 class InsufficientBalance(Exception):

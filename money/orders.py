@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
@@ -31,7 +32,7 @@ UNCLEAR_SUBMIT = "upstream submit outcome unclear (no job id recorded); refunded
 
 
 def now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 def aware(dt: datetime) -> datetime:

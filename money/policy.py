@@ -15,6 +15,7 @@ from typing import Literal
 from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.errors import InvalidInput
 from lomo.events import append_event
 from lomo.settings import Settings
@@ -27,7 +28,7 @@ Grant = Literal["confirmed", "plan", "free"]
 
 
 def now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 async def budget_settings(s: AsyncSession, user_id: str, settings: Settings) -> BudgetSettings:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.db.models import Task, TaskObject, WorkObject
 from routing.models import TaskIndexEntry, TaskIndexTerm
 from routing.text import content_terms
@@ -121,7 +122,7 @@ class TaskIndex:
             entry.keywords = " ".join(terms)
             entry.source_updated_at = task.updated_at
             entry.last_active_at = task.updated_at
-            entry.refreshed_at = datetime.now(UTC)
+            entry.refreshed_at = clock.now()
             entry.vector_id = task.id if self.vectors is not None else None
             term_rows.extend({"task_id": task.id, "term": t, "user_id": user_id} for t in terms)
         await s.flush()  # entries first: terms reference them

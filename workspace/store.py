@@ -4,7 +4,6 @@ concurrency are in `workspace/writes.py`."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -12,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
@@ -202,7 +202,7 @@ async def mark_deleted(session: AsyncSession, user_id: str, object_id: str) -> b
     obj = await get_object(session, user_id, object_id)
     if obj.deleted:
         return False
-    obj.deleted, obj.deleted_at = True, datetime.now(UTC)
+    obj.deleted, obj.deleted_at = True, clock.now()
     for ver in await session.scalars(
         select(ObjectVersion).where(ObjectVersion.object_id == object_id)
     ):
