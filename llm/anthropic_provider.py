@@ -57,16 +57,28 @@ def request_to_create_kwargs(request: ModelRequest, model: str) -> dict[str, Any
         if s.cache:
             block["cache_control"] = dict(_EPHEMERAL)
         system.append(block)
-    tools: list[dict[str, Any]] = [
-        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-        for t in request.tools
-    ]
-    if tools:
+    tools: list[dict[str, Any]] = []
+    for t in request.tools:
+        tool: dict[str, Any] = {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.input_schema,
+        }
+        if t.cache:
+            tool["cache_control"] = dict(_EPHEMERAL)
+        tools.append(tool)
+    if tools and not any(t.cache for t in request.tools):
         tools[-1]["cache_control"] = dict(_EPHEMERAL)
+    messages = [_message_to_param(m) for m in request.messages]
+    if request.cache_point is not None:
+        # The end of the history repeated by the next step: the API reads everything up to
+        # here from the cache then, and writes only what this step added.
+        mi, bi = request.cache_point
+        messages[mi]["content"][bi]["cache_control"] = dict(_EPHEMERAL)
     kwargs: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
-        "messages": [_message_to_param(m) for m in request.messages],
+        "messages": messages,
     }
     if system:
         kwargs["system"] = system

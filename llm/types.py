@@ -57,6 +57,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    cache: bool = False  # a cache breakpoint after this tool (the last core tool)
 
 
 @dataclass
@@ -67,6 +68,9 @@ class ModelRequest:
     max_tokens: int = 2048
     # What the call is for ("task_step", "route", "extract_memory"); providers may log it.
     purpose: str = "task_step"
+    # [message index, block index]: a cache breakpoint after that block (the end of the
+    # history that the next step repeats byte for byte); None: no breakpoint in messages.
+    cache_point: list[int] | None = None
 
 
 @dataclass
@@ -135,6 +139,7 @@ def request_from_dict(data: dict[str, Any]) -> ModelRequest:
         tools=[ToolSpec(**t) for t in data.get("tools", [])],
         max_tokens=data.get("max_tokens", 2048),
         purpose=data.get("purpose", "task_step"),
+        cache_point=data.get("cache_point"),
     )
 
 

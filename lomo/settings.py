@@ -109,6 +109,13 @@ class Settings(BaseSettings):
     memory_profile_items: int = 20  # the profile stays small
     memory_retry_seconds: float = 300.0  # a failed extraction is tried again after this
 
+    # Context (issue 13): a tool result longer than this (characters of JSON) is stored
+    # outside the context; the context shows a preview and a handle for `read_output`.
+    tool_output_inline_chars: int = 8000
+    tool_output_page_chars: int = 4000  # the largest page `read_output` returns
+    context_segment_steps: int = 10  # steps per history segment, summarized once closed
+    context_recent_steps: int = 8  # at least this many latest steps stay verbatim
+
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:
         if self.mode == "production":

@@ -2,10 +2,12 @@
 
 The real ``anthropic`` SDK can be pointed at it with ``base_url``, so the whole HTTP path
 (serialization, headers, status codes, usage accounting) runs without a key. Answers come
-from a pluggable responder; prompt caching is simulated: the prefix up to the last block with
-``cache_control`` (in the API's order: tools, system, messages) is hashed, the first sighting
-reports ``cache_creation_input_tokens`` and later identical prefixes ``cache_read_input_tokens``.
-Token counts are estimates (``len(text) // 4``).
+from a pluggable responder; prompt caching is simulated the way the API reports it (in the
+API's order: tools, system, messages): the longest prefix up to a ``cache_control``
+breakpoint, or a few blocks before one, that an earlier request wrote counts as
+``cache_read_input_tokens``, the rest up to the last breakpoint as
+``cache_creation_input_tokens`` (see ``account_cache``). Token counts are estimates
+(``len(text) // 4``).
 """
 
 from __future__ import annotations
@@ -192,20 +194,48 @@ class CacheUsage:
     cache_read_input_tokens: int
 
 
-def account_cache(cache: dict[str, int], body: dict[str, Any]) -> CacheUsage:
+# The API checks for a cached prefix at each breakpoint and at up to this many block
+# boundaries before it (Anthropic's prompt-caching docs: "about 20 blocks").
+LOOKBACK_BLOCKS = 20
+
+
+def account_cache(
+    cache: dict[str, int], body: dict[str, Any], min_cache_tokens: int = 0
+) -> CacheUsage:
+    """Usage as the Messages API reports it. The longest prefix ending at a breakpoint (or
+    within LOOKBACK_BLOCKS blocks before one) that an earlier request wrote is read; the rest
+    up to the last breakpoint is written (every breakpoint's prefix is stored); what follows
+    the last breakpoint is plain input. Prefixes shorter than `min_cache_tokens` are never
+    cached (the real minimum is 1024 tokens for Sonnet models)."""
     segs = _segments(body)
-    last = max((i for i, s in enumerate(segs) if s.cached), default=-1)
-    prefix, rest = segs[: last + 1], segs[last + 1 :]
-    rest_tokens = estimate_tokens("".join(s.text for s in rest))
-    if not prefix:
-        return CacheUsage(rest_tokens, 0, 0)
-    prefix_text = "\x00".join(s.text for s in prefix)
-    prefix_tokens = estimate_tokens(prefix_text)
-    key = hashlib.sha256(f"{body.get('model')}\x01{prefix_text}".encode()).hexdigest()
-    if key in cache:
-        return CacheUsage(rest_tokens, 0, cache[key])
-    cache[key] = prefix_tokens
-    return CacheUsage(rest_tokens, prefix_tokens, 0)
+    marks = [i + 1 for i, seg in enumerate(segs) if seg.cached]  # boundary after each mark
+    chars = [0]
+    hashes = [hashlib.sha256(str(body.get("model")).encode())]
+    for seg in segs:
+        chars.append(chars[-1] + len(seg.text))
+        h = hashes[-1].copy()
+        h.update(b"\x00" + seg.text.encode())
+        hashes.append(h)
+    total = estimate_tokens("".join(seg.text for seg in segs))
+    if not marks:
+        return CacheUsage(total, 0, 0)
+
+    def tokens(boundary: int) -> int:
+        return chars[boundary] // 4
+
+    digests = [h.hexdigest() for h in hashes]
+    read = 0
+    for m in marks:
+        for b in range(m, max(0, m - LOOKBACK_BLOCKS) - 1, -1):
+            if b > read and digests[b] in cache and tokens(b) >= min_cache_tokens:
+                read = b
+                break
+    last = marks[-1]
+    for m in marks:
+        if tokens(m) >= min_cache_tokens:
+            cache[digests[m]] = tokens(m)
+    written = tokens(last) - tokens(read) if tokens(last) >= min_cache_tokens else 0
+    return CacheUsage(total - tokens(read) - written, written, tokens(read))
 
 
 # --- response -----------------------------------------------------------------------------
@@ -242,11 +272,14 @@ def create_standin_app(responder: Responder) -> FastAPI:
     """A FastAPI app serving POST /v1/messages from ``responder``.
 
     ``app.state.requests`` holds every request body received (in order) and
-    ``app.state.prompt_cache`` the simulated cache (prefix hash -> token estimate).
+    ``app.state.prompt_cache`` the simulated cache (prefix hash -> token estimate);
+    ``app.state.min_cache_tokens`` the shortest prefix the simulated cache keeps (0 here; a
+    bench sets the real API's 1024).
     """
     app = FastAPI(title="Lomo Anthropic stand-in")
     app.state.requests = []
     app.state.prompt_cache = {}
+    app.state.min_cache_tokens = 0
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -273,7 +306,7 @@ def create_standin_app(responder: Responder) -> FastAPI:
         except Exception as exc:
             log.exception("stand-in responder failed")
             return _error(500, "api_error", f"responder failed: {type(exc).__name__}: {exc}")
-        usage = account_cache(app.state.prompt_cache, body)
+        usage = account_cache(app.state.prompt_cache, body, app.state.min_cache_tokens)
         return JSONResponse(content=message_body(response, model, usage))
 
     return app
