@@ -31,7 +31,7 @@ lint: install
 	$(PY) tools/check_layers.py
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors money routing memory workspace workflows activities api cli sim web tools
+	.venv/bin/mypy lomo llm vectors money routing memory workspace flows workflows activities api cli sim web tools
 
 pytest: install browser
 	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)

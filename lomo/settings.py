@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
     card_wait_seconds: float = 300.0  # re-read open cards after this long (lost wake-ups)
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
+    flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.
     test_tools: bool = False
     sim_speed: float = 1.0  # simulator latency factor (0.05 in tests)

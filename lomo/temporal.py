@@ -18,6 +18,8 @@ SEARCH_ATTRIBUTES = {
     "LomoTaskKind": "Keyword",
     "LomoTaskStatus": "Keyword",
     "LomoWaitingSince": "Datetime",
+    "LomoFlowId": "Keyword",  # flow runs (workflows/flow_run.py)
+    "LomoFlowStatus": "Keyword",
 }
 
 

@@ -13,6 +13,8 @@ import jsonschema
 import pytest
 import yaml
 
+from lomo.temporal import SEARCH_ATTRIBUTES
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
@@ -83,9 +85,8 @@ def test_expected_services_and_wiring() -> None:
     assert services["temporal"]["environment"]["DB"] == "postgres12"
     assert services["temporal"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     script = " ".join(services["temporal-admin-tools"]["command"])
-    for attr in ("LomoUserId:Keyword", "LomoTaskKind:Keyword", "LomoTaskStatus:Keyword"):
-        assert attr in script
-    assert "LomoWaitingSince:Datetime" in script
+    for name, type_ in SEARCH_ATTRIBUTES.items():  # the same list the dev server registers
+        assert f"{name}:{type_}" in script
     assert "search-attribute create" in script
     assert services["worker"]["deploy"]["replicas"] == 2
     for name in LOMO_SERVICES:

@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "routing": 2,
     "memory": 2,
     "workspace": 2,
+    "flows": 2,
     "llm.standin": 3,
     "llm.providers": 3,
     "workflows": 4,

@@ -1,0 +1,11 @@
+"""The flow room's exception root: a graph the platform cannot run."""
+
+from __future__ import annotations
+
+from lomo.errors import InvalidInput
+
+
+class FlowError(InvalidInput):
+    """A flow that cannot run as it is (unknown node type, cycle, bad node id)."""
+
+    code = "invalid_flow"
