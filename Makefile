@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser up test lint typecheck pytest clean
+.PHONY: install browser up test lint typecheck pytest scenarios clean
 
 $(PY):
 	python3 -m venv .venv
@@ -31,12 +31,17 @@ lint: install
 	$(PY) tools/check_layers.py
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors money routing memory workspace flows workflows activities api cli sim web tools
+	.venv/bin/mypy lomo llm vectors money routing memory workspace flows workflows activities api cli sim web scenarios tools
 
 pytest: install browser
 	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The simulated person's whole stories on a fresh embedded stack (figures table; exit 1 on
+# any regression). SCENARIO_ARGS=--faults mixes in faults; --postgres a private cluster.
+scenarios: install
+	.venv/bin/lomo scenarios $(SCENARIO_ARGS)
 
 clean:
 	rm -rf .venv .lomo .mypy_cache .ruff_cache

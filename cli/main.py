@@ -223,6 +223,42 @@ def replay(
     _exit_past_temporal(0)
 
 
+@app.command()
+def scenarios(
+    story: Annotated[list[str] | None, typer.Option("--story", help="only these stories")] = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="en, de (default both)")] = None,
+    faults: Annotated[bool, typer.Option(help="kill worker/Temporal, simulator faults")] = False,
+    postgres: Annotated[bool, typer.Option(help="on a private PostgreSQL cluster")] = False,
+    short: Annotated[bool, typer.Option(help="only the short subset")] = False,
+    seed: int = 15,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the simulated person's stories on a fresh embedded stack and print the figures
+    (continue nudges, unneeded confirmations, duplicates, split copies, stale writes,
+    resurfaced facts, language, routing); exit 1 if any figure is off its mark."""
+    import tempfile
+
+    from scenarios.run import LANGS, report, run, select
+
+    try:
+        chosen = select(story or (), short)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    root = data_dir or Path(tempfile.mkdtemp(prefix="lomo-scenarios-"))
+    result = run(
+        root / "stack",
+        chosen,
+        tuple(lang or LANGS),
+        faults=faults,
+        postgres=postgres,
+        seed=seed,
+        write=lambda line: (sys.stdout.write(line), sys.stdout.flush()) and None,
+    )
+    typer.echo(report(result))
+    typer.echo(f"data and logs kept in {root}")
+    raise typer.Exit(0 if result.ok else 1)
+
+
 def _exit_past_temporal(code: int) -> NoReturn:
     """End a command that used the Temporal SDK (client or replayer) without interpreter
     finalization: the SDK core's runtime threads can race it and abort the process (seen

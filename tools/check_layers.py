@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "cli": 6,
     "web": 1,  # the static page and its mount: imports nothing of ours
     "sim": 0,
+    "scenarios": 6,  # the harness drives the stack over HTTP: kernel and httpx only
 }
 # Siblings in one layer that may import each other (from → to). Workflows name their
 # activities; activities start nothing but may read workflow dataclasses.
@@ -45,7 +46,7 @@ SIDEWAYS: set[tuple[str, str]] = {
 }
 # The simulator is a separate vendor stand-in: it and the kernel may only use each other
 # in the directions listed; only the CLI (which starts it) imports it.
-APART: dict[str, set[str]] = {"sim": {"lomo"}}
+APART: dict[str, set[str]] = {"sim": {"lomo"}, "scenarios": {"lomo"}}
 PACKAGES = sorted(LAYERS, key=len, reverse=True)
 
 

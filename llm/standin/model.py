@@ -24,6 +24,9 @@ from routing.text import detect_language
 
 _IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
 _VIDEO = re.compile(r"\b(video|clip|animate|animiere)\b", re.IGNORECASE)
+_THREE_D = re.compile(r"\b(3d|3-d|three-dimensional|dreidimensional\w*)\b", re.IGNORECASE)
+# A poke, not a request: it must never start a second generation.
+_NUDGE = re.compile(r"^\s*(continue|go on|weiter|mach weiter)\W*$", re.IGNORECASE)
 _QUESTION = re.compile(
     r"^\s*(which|what|how|does|can|welche|was|wie|kann|unterstützt)\b|\?\s*$", re.I
 )
@@ -64,6 +67,10 @@ class OfflineModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose == "route":
             return self._route(request)
+        if request.purpose == "summarize":
+            from llm.standin.summarize import summarize
+
+            return summarize(request)
         if request.purpose == "extract":
             # Memory extraction rules live with the memory service.
             from llm.standin.extract import offline_extract
@@ -91,12 +98,10 @@ class OfflineModel:
         lang = detect_language(_all_person_text(request.messages))
         results = [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
         runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
+        everything = _all_person_text(request.messages)
         if "generation succeeded" in runtime_notes:
-            video = _VIDEO.search(_all_person_text(request.messages)) is not None
-            if lang == "de":
-                reply = "Hier ist dein Video." if video else "Hier ist dein Bild."
-            else:
-                reply = "Here is your video." if video else "Here is your image."
+            what = _kind_of(everything)
+            reply = _READY[what][1 if lang == "de" else 0]
             reply += _objects_in(runtime_notes.split("recent asset")[0])
             return _text(reply, request)
         if "generation failed" in runtime_notes:
@@ -136,6 +141,33 @@ class OfflineModel:
                 usage=Usage(input_tokens=_tokens(request), output_tokens=30),
                 model="lomo-offline",
             )
+        if person and (_THREE_D.search(person) or _revises(person, everything, _THREE_D)):
+            # A follow-up ("make the cup a bit taller") is a new model from the whole brief.
+            prompt = person if _THREE_D.search(person) else _brief(request.messages)
+            return ModelResponse(
+                content=[
+                    ToolUseBlock(
+                        id=self._tool_id(request),
+                        name="generate_3d",
+                        input={"prompt": prompt, "model": "sim-3d-1"},
+                    )
+                ],
+                stop_reason="tool_use",
+                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
+                model="lomo-offline",
+            )
+        if person and _revises(person, everything, _IMAGE):
+            args = {"prompt": _brief(request.messages), "model": "sim-image-1"}
+            if ref := _latest_asset(runtime_notes):
+                args["reference_object_id"] = ref
+            return ModelResponse(
+                content=[
+                    ToolUseBlock(id=self._tool_id(request), name="generate_image", input=args)
+                ],
+                stop_reason="tool_use",
+                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
+                model="lomo-offline",
+            )
         if person and _IMAGE.search(person):
             return ModelResponse(
                 content=[
@@ -162,6 +194,44 @@ def _all_person_text(messages: list[Message]) -> str:
                 if isinstance(b, TextBlock) and not b.text.startswith("[runtime]")
             )
     return " ".join(out)
+
+
+_READY = {
+    "3d": ("Here is your 3D model.", "Hier ist dein 3D-Modell."),
+    "video": ("Here is your video.", "Hier ist dein Video."),
+    "image": ("Here is your image.", "Hier ist dein Bild."),
+}
+
+
+def _kind_of(everything: str) -> str:
+    if _THREE_D.search(everything):
+        return "3d"
+    return "video" if _VIDEO.search(everything) else "image"
+
+
+def _revises(person: str, everything: str, kind: re.Pattern[str]) -> bool:
+    """A later message in a task that already made this kind of thing, asking for a
+    change: neither a new request of its own nor a mere poke."""
+    return (
+        not _NUDGE.match(person)
+        and not any(k.search(person) for k in (_IMAGE, _VIDEO, _THREE_D))
+        and not _QUESTION.search(person)
+        and everything.strip() != person.strip()
+        and kind.search(everything) is not None
+    )
+
+
+def _brief(messages: list[Message]) -> str:
+    """The opening request and every change since, in the person's words."""
+    return "; ".join(
+        b.text
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, TextBlock)
+        and not b.text.startswith("[runtime]")
+        and not _NUDGE.match(b.text)
+    )
 
 
 def _objects_in(note: str) -> str:

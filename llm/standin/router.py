@@ -53,6 +53,7 @@ _IMAGE = re.compile(
     r"\b(image|picture|photo|drawing|illustration|bild|foto|zeichnung|generate|generiere)\b",
     re.I,
 )
+_THREE_D = re.compile(r"\b(3d|3-d|three-dimensional|dreidimensional\w*)\b", re.I)
 _MEDIA_TERMS = {"video", "image"}
 
 
@@ -135,7 +136,7 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
     if m := _TASK_ID.search(text):
         return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
     terms = [t for t in content_terms(text) if t not in FILLER]
-    new_request = bool(_IMAGE.search(text) or _VIDEO.search(text))
+    new_request = bool(_IMAGE.search(text) or _VIDEO.search(text) or _THREE_D.search(text))
     followup = bool(_FOLLOWUP.search(text)) or (bool(_COLOUR.search(text)) and not new_request)
     deictic = bool(_DEICTIC.search(text))
     overlap = {c.task_id: len(set(terms) & set(c.terms) - _MEDIA_TERMS) for c in cands}
@@ -160,7 +161,7 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
         if second is None or second.age_s > max(3600, 6 * first.age_s):
             return {"decision": "existing", "task_id": first.task_id, "reason": "the latest"}
         return {"decision": "clarify", "candidate_ids": [first.task_id, second.task_id]}
-    if wants_video or _IMAGE.search(text):
+    if new_request:
         return {"decision": "lightweight", "reason": "one generation"}
     return {"decision": "answer", "reason": "nothing to do yet"}
 

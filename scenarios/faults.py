@@ -1,0 +1,96 @@
+"""Faults mixed into a scenario run (`lomo scenarios --faults`): at seeded random moments
+the worker or the Temporal dev server is SIGKILLed (`lomo up` restarts it), the
+simulator duplicates, reorders or drops callbacks for a while, and on the Postgres
+configuration the harness's private cluster crashes and comes back. Failing or timing
+out generations are left out: those are refunded losses by design (README "Money"), not
+faults the figures can stay at 0 through."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from scenarios.stack import Stack, StackError
+
+log = logging.getLogger(__name__)
+SIM_FAULTS: tuple[dict[str, object], ...] = (
+    {"duplicate_callbacks": 2},
+    {"out_of_order": True},
+    {"drop_callbacks": True},
+    {"duplicate_callbacks": 1, "out_of_order": True, "latency_scale": 3.0},
+)
+
+
+@dataclass
+class Injector:
+    stack: Stack
+    seed: int
+    every: tuple[float, float] = (6.0, 18.0)
+    done: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def kinds(self) -> list[str]:
+        kinds = ["worker", "worker", "temporal", "sim"]
+        return kinds + (["postgres"] if self.stack.postgres is not None else [])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="faults", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+        self._sim({}, reset=True)
+
+    def _loop(self) -> None:
+        rng = random.Random(self.seed)
+        while not self._stop.wait(rng.uniform(*self.every)):
+            kind = rng.choice(self.kinds())
+            try:
+                self._inject(kind, rng)
+            except (OSError, StackError, httpx.HTTPError) as e:
+                self.done.append(f"{kind}: could not inject ({e})")
+                log.warning("fault %s not injected: %s", kind, e)
+
+    def _inject(self, kind: str, rng: random.Random) -> None:
+        if kind in ("worker", "temporal"):
+            pid = self.stack.pids().get(kind)
+            if pid is None:
+                return
+            os.kill(pid, signal.SIGKILL)
+            self.done.append(f"{kind} SIGKILLed (pid {pid})")
+        elif kind == "sim":
+            faults = rng.choice(SIM_FAULTS)
+            self._sim(faults)
+            self.done.append(f"simulator faults {faults}")
+            self._stop.wait(rng.uniform(*self.every))
+            self._sim({}, reset=True)
+        elif kind == "postgres" and self.stack.postgres is not None:
+            self.stack.postgres.restart()
+            self.done.append("postgres crashed and restarted")
+
+    def _sim(self, faults: dict[str, object], reset: bool = False) -> None:
+        url = f"{self.stack.sim_url}/sim/faults"
+        deadline = time.monotonic() + 30
+        while True:  # the simulator is never killed, but it may be busy
+            try:
+                r = (
+                    httpx.delete(url, timeout=5)
+                    if reset
+                    else httpx.post(url, json=faults, timeout=5)
+                )
+                r.raise_for_status()
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)

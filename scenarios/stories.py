@@ -1,0 +1,170 @@
+"""The stories, each in English and German: what the person says, what they mean by it
+(which work, which decision a good router makes), which questions they expect, and how
+many days pass in between. A story only drives; `figures.measure` judges afterwards.
+
+A story that needs flow runs (issue 12) is added here like any other once they exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scenarios.person import Person, ScenarioFailure, Task, completed, has_open
+
+Lines = dict[str, str]
+
+
+def _t(en: str, de: str) -> Lines:
+    return {"en": en, "de": de}
+
+
+CAT = _t(
+    "Generate an image of a red tabby cat", "Generiere ein Bild von einer roten getigerten Katze"
+)
+POSTERS = _t(
+    "Make me a series of retro-style brand posters",
+    "Erstelle bitte eine Serie von Retro-Plakaten für unsere Marke",
+)
+CAT_VIDEO = _t(
+    "Turn yesterday's cat picture into a five-second video",
+    "Mach aus dem Katzenbild von gestern ein Video von fünf Sekunden",
+)
+WARMER = _t(
+    "Make the posters from last time a bit warmer", "Mach die Plakate vom letzten Mal etwas wärmer"
+)
+CUP = _t(
+    "Create a 3D model of a ceramic coffee cup with a wooden handle",
+    "Erstelle ein 3D-Modell einer Kaffeetasse aus Keramik mit Holzgriff",
+)
+CUP_TALLER = _t("Make the cup a bit taller", "Mach die Tasse etwas höher")
+CAT_DARKER = _t("Make the cat a bit darker", "Mach die Katze etwas dunkler")
+CUP_RESUME = _t(
+    "Back to the ceramic coffee cup from last week: make the handle thinner",
+    "Weiter mit der Kaffeetasse aus Keramik von letzter Woche: den Griff bitte dünner",
+)
+BRAND = _t("Our brand's main colour is blue.", "Die Hauptfarbe unserer Marke ist blau.")
+BLUE = _t("blue", "blau")
+GREEN_FACT = _t("The brand's main colour is green.", "Die Hauptfarbe der Marke ist grün.")
+GREEN = _t("green", "grün")
+MASCOT = _t("Generate an image of our brand mascot", "Generiere ein Bild unseres Maskottchens")
+BICYCLE = _t("Generate an image of a bicycle", "Generiere ein Bild von einem Fahrrad")
+FORGET = _t(
+    "Forget that the brand's main colour is green",
+    "Vergiss, dass die Hauptfarbe der Marke grün ist",
+)
+TEAPOT = _t("Generate an image of a teapot", "Generiere ein Bild von einer Teekanne")
+
+
+def _artifacts(n: int) -> Callable[[Task], bool]:
+    return lambda t: completed(t) and len(t["artifacts"]) >= n
+
+
+def _context_has(p: Person, work: str, word: str) -> bool:
+    layers = p.get(f"/v1/tasks/{p.journal.works[work]}/context").get("layers", [])
+    return any(word.lower() in layer["text"].lower() for layer in layers)
+
+
+def posters(p: Person) -> None:
+    """Article §2.3: posters with a budget, four drafts and a selection, a cat video in
+    between, and three days later "a bit warmer" in the same task, asking again because
+    the approved budget is used up."""
+    lang = p.lang
+    p.say(CAT[lang], "cat", "lightweight")
+    p.until("cat", _artifacts(1))
+    p.days_pass(1)
+    p.say(POSTERS[lang], "posters", "new")
+    p.until("posters", has_open("select"), answers={"price": "confirm"})
+    p.say(CAT_VIDEO[lang], "video", "lightweight")
+    p.until("posters", _artifacts(7), answers={"select": 1})
+    p.until("video", _artifacts(1))
+    p.days_pass(3)
+    p.say(WARMER[lang], "posters", "existing")
+    t = p.until("posters", _artifacts(8), answers={"price": "confirm"})
+    if len(t["checklist"]) != 5:
+        raise ScenarioFailure(f"warmer step missing: {t['checklist']}")
+
+
+def object_3d(p: Person) -> None:
+    """A 3D object (below the free amount: no question), and the next day a change to it
+    in the same task."""
+    p.say(CUP[p.lang], "cup", "lightweight")
+    p.until("cup", _artifacts(1))
+    p.days_pass(1)
+    p.say(CUP_TALLER[p.lang], "cup", "existing")
+    p.until("cup", _artifacts(2))
+
+
+def three_tasks(p: Person) -> None:
+    """Three pieces of work in one conversation: the poster series waits on its budget
+    while a cat picture and a 3D cup start; the person goes back and forth."""
+    lang = p.lang
+    p.say(POSTERS[lang], "posters", "new")
+    p.until("posters", has_open("price"))
+    p.say(CAT[lang], "cat", "lightweight")
+    p.say(CUP[lang], "cup", "lightweight")
+    p.until("posters", has_open("select"), answers={"price": "confirm"})
+    p.until("cat", _artifacts(1))
+    p.say(CAT_DARKER[lang], "cat", "existing")
+    p.until("posters", _artifacts(7), answers={"select": 2})
+    p.until("cup", _artifacts(1))
+    p.until("cat", _artifacts(2))
+
+
+def resume_by_description(p: Person) -> None:
+    """Work from last week found by what it was, while newer work exists."""
+    lang = p.lang
+    p.say(CUP[lang], "cup", "lightweight")
+    p.until("cup", _artifacts(1))
+    p.days_pass(3)
+    p.say(CAT[lang], "cat", "lightweight")
+    p.until("cat", _artifacts(1))
+    p.days_pass(4)
+    p.say(CUP_RESUME[lang], "cup", "existing")
+    p.until("cup", _artifacts(2))
+
+
+def correct_then_forget(p: Person) -> None:
+    """A remembered brand colour is used, corrected by the person (the old value must not
+    come back), then forgotten (the new one must not come back either)."""
+    lang = p.lang
+    p.say(BRAND[lang], "", "answer")
+    blue = p.wait_memory(BLUE[lang])
+    assert blue is not None
+    p.say(MASCOT[lang], "mascot", "lightweight")
+    p.until("mascot", _artifacts(1))
+    if not _context_has(p, "mascot", BLUE[lang]):
+        raise ScenarioFailure("the remembered colour never reached the task's context")
+    p.days_pass(2)
+    p.correct(blue["memory_id"], GREEN_FACT[lang], (BLUE[lang],))
+    p.wait_memory(GREEN[lang])
+    p.say(BICYCLE[lang], "bicycle", "lightweight")
+    p.until("bicycle", _artifacts(1))
+    if not _context_has(p, "bicycle", GREEN[lang]):
+        raise ScenarioFailure("the corrected colour never reached the next task's context")
+    p.days_pass(1)
+    said = p.say(FORGET[lang], "forget", "lightweight")
+    p.until("forget", has_open("forget"))
+    p.forgotten((GREEN[lang],), said.task_id)
+    p.until("forget", completed, answers={"forget": "confirm"})
+    p.wait_memory(GREEN[lang], present=False)
+    p.say(TEAPOT[lang], "teapot", "lightweight")
+    p.until("teapot", _artifacts(1))
+
+
+@dataclass(frozen=True)
+class Story:
+    name: str
+    run: Callable[[Person], None]
+    short: bool = False  # part of the subset `make test` runs
+
+
+STORIES = (
+    Story("posters", posters),
+    Story("3d-object", object_3d, short=True),
+    Story("three-tasks", three_tasks),
+    Story("resume-last-week", resume_by_description),
+    Story("correct-forget", correct_then_forget, short=True),
+)
+# Waiting for issue 12 (flow runs): "short film from a storyboard", "edit a flow while
+# the agent works on it".
