@@ -33,11 +33,16 @@ def build_tools(deps: ToolDeps) -> dict[str, Tool]:
 
 
 def build_activities(
-    settings: Settings, db: Database, http: httpx.AsyncClient, provider: ModelProvider | None = None
+    settings: Settings,
+    db: Database,
+    http: httpx.AsyncClient,
+    provider: ModelProvider | None = None,
+    extra_tools: list[Tool] | None = None,
 ) -> list[Any]:
+    """`extra_tools`: stubs a bench or test adds beside the real tool sets."""
     provider = provider or build_provider(settings)
     deps = ToolDeps(db=db, http=http, assets=make_asset_store(settings), settings=settings)
-    tools = build_tools(deps)
+    tools = build_tools(deps) | {t.name: t for t in extra_tools or []}
     return [
         *RuntimeActivities(deps, provider, tools).all(),
         *GenerationActivities(deps).all(),

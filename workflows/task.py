@@ -221,11 +221,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     async def _turn_state(self) -> TurnState:
         assert self.inp is not None
-        state: TurnState = await workflow.execute_activity(
-            "turn_state",
-            TurnStateInput(self.inp.task_id, self.turn),
-            result_type=TurnState,
-            start_to_close_timeout=DB_TIMEOUT,
-            retry_policy=RETRY,
+        state: TurnState = await self._db_activity(
+            "turn_state", TurnStateInput(self.inp.task_id, self.turn), TurnState
         )
         return state

@@ -1,0 +1,268 @@
+"""One agent step through the platform against a bare Temporal workflow, same run, same server.
+
+    .venv/bin/python bench/agent_step.py [--steps 200] [--inferences 1|2|both]
+
+A step is: one message → one model step (a stub model) → one tool call (a stub tool) →
+the reply. The platform side is a persistent `TaskWorkflow` on Postgres with the real
+activities (`model_step` builds the context, retrieves memory, stores the decision and the
+journal; `run_tool` journals the call; the stop-check reads the turn's state; status
+changes are events): the message row is stored as the api stores it, the `message`
+update is sent as the api sends it, and the step ends when the task's status event
+(`waiting_user`) is in the event log that SSE clients read (polled every 2 ms). The bare
+side is the least a Temporal user would write: an update whose handler waits until the
+workflow ran the model activity and the tool activity, and returns the reply.
+
+With `--inferences 2` the model sees the tool's result and answers in a second model
+step (the usual tool loop); the bare workflow then runs three activities.
+Both workers run in this process, steps alternate platform/bare so both see the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+from sqlalchemy import select
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+
+from activities.registry import build_activities
+from activities.toolkit import Tool, ToolCallContext, ToolResult
+from bench.bare_step import BareStep, bare_model, bare_tool
+from bench.support import HEADER, connect, dev_server, fresh_pg, row
+from cli.worker import make_worker
+from llm.standin.model import OfflineModel
+from llm.types import (
+    ModelRequest,
+    ModelResponse,
+    TextBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+)
+from lomo.db.engine import Database
+from lomo.db.migrate import upgrade
+from lomo.db.models import Event, Task
+from lomo.ids import new_id
+from lomo.settings import Settings
+from tests.runtime_support import add_message, new_user
+from workflows.task import TaskWorkflow
+from workflows.types import TaskInput
+
+WARMUP = 10
+
+
+class StubTool(Tool):
+    spec = ToolSpec("lookup", "Look a fact up (bench stub).", {"type": "object", "properties": {}})
+
+    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        return ToolResult("done", {"answer": "42"})
+
+
+class StubModel:
+    """Answers a task step with the tool call (and, with one inference, the reply too)."""
+
+    name = "stub"
+
+    def __init__(self, inferences: int) -> None:
+        self.inferences = inferences
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose != "task_step":
+            return await OfflineModel().complete(request)
+        usage = Usage(input_tokens=10, output_tokens=5)
+        last = request.messages[-1].content if request.messages else []
+        if self.inferences == 2 and any(isinstance(b, ToolResultBlock) for b in last):
+            return ModelResponse([TextBlock("The answer is 42.")], "end_turn", usage)
+        use = ToolUseBlock(id=new_id("tu"), name="lookup", input={})
+        if self.inferences == 1:
+            # The reply and the call in one response; the turn ends after the call.
+            return ModelResponse([TextBlock("Looking it up: 42."), use], "end_turn", usage)
+        return ModelResponse([use], "tool_use", usage)
+
+
+# --- drivers ---------------------------------------------------------------------------
+@dataclass
+class Platform:
+    db: Database
+    handle: WorkflowHandle[Any, Any]
+    user_id: str
+    task_id: str
+    seq: int = 0
+    times: list[float] = field(default_factory=list)
+
+    async def _last_status(self) -> tuple[int, str] | None:
+        async with self.db.session() as s:
+            ev = await s.scalar(
+                select(Event)
+                .where(
+                    Event.user_id == self.user_id,
+                    Event.seq > self.seq,
+                    Event.type == "task.status",
+                )
+                .order_by(Event.seq.desc())
+                .limit(1)
+            )
+            return (ev.seq, ev.data["status"]) if ev else None
+
+    async def step(self, n: int) -> float:
+        t0 = time.perf_counter()
+        mid = await add_message(self.db, self.user_id, self.task_id, f"look up {n}")
+        await self.handle.execute_update("message", mid)
+        while True:
+            got = await self._last_status()
+            if got and got[1] == "waiting_user":
+                self.seq = got[0]
+                return (time.perf_counter() - t0) * 1000
+            await asyncio.sleep(0.002)
+
+
+async def start_platform(client: Client, db: Database, queue: str) -> Platform:
+    user = await new_user(db)
+    task_id = new_id("tsk")
+    async with db.session() as s:
+        s.add(Task(id=task_id, user_id=user, kind="persistent", status="running", goal="bench"))
+    handle = await client.start_workflow(
+        TaskWorkflow.run,
+        TaskInput(task_id, user, "persistent", None),
+        id=f"task:{task_id}",
+        task_queue=queue,
+    )
+    return Platform(db, handle, user, task_id)
+
+
+async def activity_profile(handle: WorkflowHandle[Any, Any], steps: int) -> str:
+    """Activities per step and their mean run time (started → completed, server clock)."""
+    names: Counter[str] = Counter()
+    took: Counter[str] = Counter()
+    scheduled: dict[int, str] = {}
+    started: dict[int, float] = {}
+    local = events = 0
+    async for e in handle.fetch_history_events():
+        events += 1
+        t = e.event_time.ToMilliseconds()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            names[scheduled[e.event_id]] += 1
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started[e.activity_task_started_event_attributes.scheduled_event_id] = t
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            sid = e.activity_task_completed_event_attributes.scheduled_event_id
+            took[scheduled[sid]] += t - started.get(sid, t)
+        elif e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            local += 1
+    per = ", ".join(f"{k} {v / steps:.1f} ({took[k] / v:.0f} ms)" for k, v in sorted(names.items()))
+    return f"{events / steps:.1f} events/step; activities/step: {per}; markers {local / steps:.1f}"
+
+
+async def print_timeline(handle: WorkflowHandle[Any, Any]) -> None:
+    """The last step's history events, ms after the step's first event (where time goes)."""
+    events = [e async for e in handle.fetch_history_events()]
+    start = max(
+        i
+        for i, e in enumerate(events)
+        if e.event_type
+        in (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED,
+        )
+    )
+    t0 = events[start - 3].event_time.ToMilliseconds()
+    for e in events[start - 3 :]:
+        ms = e.event_time.ToMilliseconds() - t0
+        sys.stderr.write(f"{ms:6d} ms  {EventType.Name(e.event_type)[11:]}\n")
+    sys.stderr.write("\n")
+
+
+async def run(
+    steps: int, inferences: int, tmp: Path, address: str, timeline: bool = False
+) -> list[str]:
+    _, db_url = fresh_pg()
+    upgrade(db_url)
+    db = Database(db_url)
+    settings = Settings(
+        data_dir=tmp / f"data{inferences}",
+        database_url=db_url,
+        temporal_address=address,
+        task_queue=f"platform-{inferences}",
+        embedder="fake",
+        model_provider="offline",
+    )
+    client = await connect(address)
+    async with httpx.AsyncClient() as http:
+        acts = build_activities(settings, db, http, StubModel(inferences), extra_tools=[StubTool()])
+        platform_worker = make_worker(client, settings, acts)
+        bare_worker = Worker(
+            client,
+            task_queue=f"bare-{inferences}",
+            workflows=[BareStep],
+            activities=[bare_model, bare_tool],
+        )
+        async with platform_worker, bare_worker:
+            plat = await start_platform(client, db, settings.task_queue)
+            bare = await client.start_workflow(
+                BareStep.run, inferences, id=new_id("bare"), task_queue=f"bare-{inferences}"
+            )
+            bare_times: list[float] = []
+            for n in range(WARMUP + steps):
+                ms = await plat.step(n)
+                if n >= WARMUP:
+                    plat.times.append(ms)
+                t0 = time.perf_counter()
+                await bare.execute_update(BareStep.message, f"look up {n}")
+                if n >= WARMUP:
+                    bare_times.append((time.perf_counter() - t0) * 1000)
+            prof = await activity_profile(plat.handle, WARMUP + steps)
+            if timeline:
+                await print_timeline(plat.handle)
+                await print_timeline(bare)
+            bare_prof = await activity_profile(bare, WARMUP + steps)
+    await db.dispose()
+    ratio50 = _p(plat.times, 50) / _p(bare_times, 50)
+    ratio99 = _p(plat.times, 99) / _p(bare_times, 99)
+    label = f"{inferences} inference{'s' if inferences > 1 else ''}"
+    return [
+        row(f"Lomo, {label}", plat.times, prof),
+        row(f"bare Temporal, {label}", bare_times, bare_prof),
+        f"| ratio, {label} | | {ratio50:.2f}× | {ratio99:.2f}× | | target ≤ 1.3× |",
+    ]
+
+
+def _p(xs: list[float], p: float) -> float:
+    from bench.support import pct
+
+    return pct(xs, p)
+
+
+async def main(steps: int, which: str, timeline: bool) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="lomo-step-"))
+    server, address = dev_server(tmp)
+    lines = [HEADER]
+    try:
+        for inferences in (1, 2) if which == "both" else (int(which),):
+            lines += await run(steps, inferences, tmp, address, timeline)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--inferences", default="both", choices=["1", "2", "both"])
+    p.add_argument("--timeline", action="store_true", help="the last step's events (stderr)")
+    a = p.parse_args()
+    asyncio.run(main(a.steps, a.inferences, a.timeline))
