@@ -1,17 +1,22 @@
 """The context builder: stable prefix first, dynamic tail last (ARCHITECTURE §2, article §6).
 
-Layers, in the order the model sees them (the cache breakpoint sits after the stable
-prefix, so everything before it is reused across steps):
-  stable_prefix     system rules, the tool list, the person's profile snapshot
-  segment_summaries older steps of this task, compressed to one line each
-  recent_messages   the last steps verbatim (messages, decisions, tool results)
+Layers, in the order the API reads them (tools, system, messages), with cache breakpoints:
+  stable_prefix     the core tools (breakpoint 1), system rules and the profile snapshot
+                    (breakpoint 2; the loaded domains' tools sit between the two, so a
+                    domain load never changes a byte before breakpoint 1)
+  segment_summaries the opening request verbatim, then one summary per closed segment,
+                    appended, never rewritten (breakpoint 3)
+  recent_messages   the steps of the open segments verbatim (breakpoint 4 after the last)
   dynamic_tail      task, checklist, cards, jobs, notices, retrieved memories
+Each step records fingerprints of these parts, and why the stable prefix changed against
+the previous step (a domain load, a profile version), so an unexplained change is visible.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +24,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.checklist import load_items
+from activities.context_tools import loaded_domains, tools_text, visible_tools
+from activities.segments import ContextPolicy, seen_in, step_line
 from activities.toolkit import Tool
+from flows.graph import run_of_call
+from flows.runs import progress_lines
 from llm.types import (
     Block,
     Message,
@@ -28,7 +37,9 @@ from llm.types import (
     SystemBlock,
     TextBlock,
     ToolResultBlock,
+    ToolSpec,
 )
+from lomo.db.context import ContextSegment
 from lomo.db.models import (
     Card,
     GenerationOrder,
@@ -46,11 +57,14 @@ SYSTEM_RULES = (
     "the checklist current; a step is done only with evidence. Lines starting with "
     "[runtime] come from the platform, not from the person."
 )
-RECENT_STEPS = 12  # steps kept verbatim; older ones become one summary line each
 
 
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
+
+
+def _sha(parts: list[Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -58,6 +72,7 @@ class ContextExtras:
     """What other services add (memory, workspace notices); empty when they add nothing."""
 
     profile: str = ""
+    profile_version: int = 0
     memories: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)
@@ -70,6 +85,7 @@ class BuiltContext:
     request: ModelRequest
     layers: list[dict[str, Any]]
     reported_orders: list[str] = field(default_factory=list)  # finished jobs shown now
+    prefix: dict[str, Any] = field(default_factory=dict)  # fingerprints and change reasons
 
 
 async def build_context(
@@ -78,28 +94,32 @@ async def build_context(
     turn: int,
     step: int,
     message_ids: list[str],
-    tools: list[Tool],
+    tools: dict[str, Tool],
     extras: ContextExtras | None = None,
+    policy: ContextPolicy | None = None,
 ) -> BuiltContext:
     extras = extras or ContextExtras()
-    steps = [
-        s
-        for s in await session.scalars(
+    policy = policy or ContextPolicy()
+    all_steps = list(
+        await session.scalars(
             select(ModelStep).where(ModelStep.task_id == task.id).order_by(ModelStep.id)
         )
-        if (s.turn, s.step) not in extras.excluded_steps
-    ]
+    )
     msgs = {
         m.id: m
         for m in await session.scalars(select(MessageRow).where(MessageRow.task_id == task.id))
         if m.id not in extras.excluded_messages
     }
-    calls = {
-        c.tool_use_id: c
-        for c in await session.scalars(select(ToolCall).where(ToolCall.task_id == task.id))
+    call_rows = list(await session.scalars(select(ToolCall).where(ToolCall.task_id == task.id)))
+    calls = {c.tool_use_id: c for c in call_rows}
+    summaries = {
+        seg.segment: seg
+        for seg in await session.scalars(
+            select(ContextSegment).where(
+                ContextSegment.task_id == task.id, ContextSegment.status == "active"
+            )
+        )
     }
-    older, recent = steps[:-RECENT_STEPS], steps[-RECENT_STEPS:]
-    summary_lines = [_summarize(s, msgs, calls) for s in older]
     conversation: list[Message] = []
 
     def add(role: str, blocks: list[Block]) -> None:
@@ -108,14 +128,35 @@ async def build_context(
         else:
             conversation.append(Message(role=role, content=list(blocks)))  # type: ignore[arg-type]
 
-    if summary_lines:
+    def point() -> list[int]:
+        return [len(conversation) - 1, len(conversation[-1].content) - 1]
+
+    def kept(steps: list[ModelStep]) -> list[ModelStep]:
+        return [s for s in steps if (s.turn, s.step) not in extras.excluded_steps]
+
+    size = policy.segment_steps
+    closed = policy.closed(len(all_steps))
+    summary_texts: list[str] = []
+    cache_points: list[list[int]] = []
+    if closed:
         # The request that started the task stays verbatim (article §6.4: the task always
-        # in view); the steps after it shrink to one line each.
-        opening = "\n".join(m.text for m in _seen_in(msgs, older[0].turn, older[0].step))
-        earlier = "[runtime] earlier in this task:\n" + "\n".join(summary_lines[1:])
-        add("user", [TextBlock(text=opening or summary_lines[0]), TextBlock(text=earlier)])
-    for s in recent:
-        for m in _seen_in(msgs, s.turn, s.step):
+        # in view); each closed segment follows as one summary, appended in order.
+        first = all_steps[0]
+        opening = [TextBlock(text=m.text) for m in seen_in(msgs, first.turn, first.step)]
+        for k in range(closed):
+            seg_steps = all_steps[k * size : (k + 1) * size]
+            row = summaries.get(k)
+            if row is not None and kept(seg_steps) == seg_steps:
+                text = row.text
+            else:  # not written yet, or forgetting touched it: one line per kept step
+                text = "\n".join(step_line(s, msgs, calls) for s in kept(seg_steps)) or "-"
+            summary_texts.append(
+                f"[runtime] summary of steps {k * size + 1}–{(k + 1) * size}: {text}"
+            )
+        add("user", [*opening, *(TextBlock(text=t) for t in summary_texts)])
+        cache_points.append(point())
+    for s in kept(all_steps[closed * size :]):
+        for m in seen_in(msgs, s.turn, s.step):
             add("user", [TextBlock(text=m.text)])
         resp = ModelResponse.from_dict(s.response)
         add("assistant", list(resp.content))
@@ -129,49 +170,105 @@ async def build_context(
     for mid in message_ids:
         if mid in msgs:
             add("user", [TextBlock(text=msgs[mid].text)])
+    history = [b for m in conversation for b in m.content]
+    if conversation and point() not in cache_points:
+        cache_points.append(point())  # the end of what the next step repeats byte for byte
 
-    since = steps[-1].created_at if steps else None
+    since = all_steps[-1].created_at if all_steps else None
     # A finished job is shown until a stored step has seen it (not "since the last step":
     # a fast job can finish before the step that submitted it is even stored).
-    reported = {o for s in steps for o in s.context.get("reported_orders", [])}
+    reported = {o for s in all_steps for o in s.context.get("reported_orders", [])}
     tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
     add("user", [TextBlock(text=tail)])
-    prefix = SYSTEM_RULES + "\nTools: " + ", ".join(t.name for t in tools)
-    system = [SystemBlock(text=prefix, cache=not extras.profile)]
+
+    domains = loaded_domains(call_rows, tools)
+    specs = visible_tools(tools, domains)
+    rules = SYSTEM_RULES + "\n" + tools_text(tools)
+    system = [SystemBlock(text=rules, cache=not extras.profile)]
     if extras.profile:
         system.append(SystemBlock(text=extras.profile, cache=True))
-    request = ModelRequest(system=system, messages=conversation, tools=[t.spec for t in tools])
+    request = ModelRequest(
+        system=system, messages=conversation, tools=specs, cache_points=cache_points
+    )
+    core = [_spec_dict(t) for t in specs if tools[t.name].domain == "core"]
+    loaded = [_spec_dict(t) for t in specs if tools[t.name].domain != "core"]
+    history_dicts = [asdict(b) for b in history]
+    prefix = {
+        "core_sha": _sha(core),
+        "stable_sha": _sha([core, loaded, rules, extras.profile]),
+        "summaries_sha": _sha(history_dicts[: cache_points[0][1] + 1] if closed else []),
+        "history_blocks": len(history_dicts),
+        "history_sha": _sha(history_dicts),
+        "domains": domains,
+        "profile_version": extras.profile_version,
+        "core_tool_tokens": estimate_tokens(json.dumps(core)),
+        "loaded_tool_tokens": estimate_tokens(json.dumps(loaded)) if loaded else 0,
+    }
+    prev = all_steps[-1].context.get("prefix") if all_steps else None
+    cached = _compare(prefix, prev, history_dicts)
     recent_text = "\n".join(_render(m) for m in conversation[:-1] or conversation)
     texts = [
-        ("stable_prefix", prefix + ("\n" + extras.profile if extras.profile else "")),
-        ("segment_summaries", "\n".join(summary_lines)),
+        (
+            "stable_prefix",
+            json.dumps(core) + "\n" + rules + ("\n" + extras.profile if extras.profile else ""),
+        ),
+        ("loaded_tools", json.dumps(loaded) if loaded else ""),
+        ("segment_summaries", "\n".join(summary_texts)),
         ("recent_messages", recent_text),
         ("dynamic_tail", tail),
     ]
     layers: list[dict[str, Any]] = [
-        {"name": n, "text": t, "tokens": estimate_tokens(t)} for n, t in texts
+        {"name": n, "text": t, "tokens": estimate_tokens(t) if t else 0, "cached": cached[n]}
+        for n, t in texts
     ]
-    return BuiltContext(request=request, layers=layers, reported_orders=reported_now)
+    return BuiltContext(request, layers, reported_now, prefix)
 
 
-def _seen_in(msgs: dict[str, MessageRow], turn: int, step: int) -> list[MessageRow]:
-    seen = [m for m in msgs.values() if (m.processed_turn, m.processed_step) == (turn, step)]
-    return sorted(seen, key=lambda m: m.created_at)
+def _spec_dict(t: ToolSpec) -> dict[str, Any]:
+    return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
 
 
-def _summarize(s: ModelStep, msgs: dict[str, MessageRow], calls: dict[str, ToolCall]) -> str:
-    resp = ModelResponse.from_dict(s.response)
-    said = " ".join(m.text for m in _seen_in(msgs, s.turn, s.step))
-    parts = [f"turn {s.turn} step {s.step}:"]
-    if said:
-        parts.append(f"person said {said[:160]!r};")
-    for tu in resp.tool_uses:
-        call = calls.get(tu.id)
-        status = call.status if call else "missing"
-        parts.append(f"{tu.name} → {status};")
-    if resp.text:
-        parts.append(f"replied {resp.text[:160]!r}")
-    return " ".join(parts)
+def _compare(
+    now: dict[str, Any], prev: dict[str, Any] | None, history: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Which layers repeat the previous step's bytes (what the prompt cache can serve), and
+    why the stable prefix changed. Sets now["changes"] (empty: unchanged)."""
+    now["changes"] = []
+    if prev is None:
+        return dict.fromkeys(
+            (
+                "stable_prefix",
+                "loaded_tools",
+                "segment_summaries",
+                "recent_messages",
+                "dynamic_tail",
+            ),
+            False,
+        )
+    if now["core_sha"] != prev.get("core_sha"):
+        now["changes"].append("core tools changed (a new worker version)")
+    if now["stable_sha"] != prev.get("stable_sha"):
+        added = [d for d in now["domains"] if d not in prev.get("domains", [])]
+        if added:
+            now["changes"].append("domain load: " + ", ".join(added))
+        if now["profile_version"] != prev.get("profile_version"):
+            now["changes"].append(
+                f"profile v{prev.get('profile_version')} → v{now['profile_version']}"
+            )
+        if not added and now["profile_version"] == prev.get("profile_version"):
+            now["changes"].append("unexplained")
+    stable = now["stable_sha"] == prev.get("stable_sha")
+    summaries = stable and now["summaries_sha"] == prev.get("summaries_sha")
+    k = int(prev.get("history_blocks", 0))
+    repeated = summaries and k > 0 and _sha(history[:k]) == prev.get("history_sha")
+    return {
+        "stable_prefix": now["core_sha"] == prev.get("core_sha") and stable,
+        "loaded_tools": stable and bool(now["domains"]),
+        "segment_summaries": summaries,
+        # The history up to the previous step is read; what this step added is written.
+        "recent_messages": "partly" if repeated else False,
+        "dynamic_tail": False,
+    }
 
 
 def _render(m: Message) -> str:
@@ -226,6 +323,8 @@ async def _dynamic_tail(
     # one, until a stored step has seen it.
     attached = {a for i in items for a in i.artifacts}
     for o in orders:
+        if run_of_call(o.idempotency_key):
+            continue  # a flow node's order: its run's progress line speaks for it
         unseen = o.id not in reported or (bool(items) and o.object_id not in attached)
         if o.status == "succeeded" and o.object_id and unseen:
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
@@ -244,6 +343,7 @@ async def _dynamic_tail(
     )
     for obj in assets:
         lines.append(f"[runtime] recent asset {obj.id}: {obj.name} ({obj.created_at:%Y-%m-%d})")
+    lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
     lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
     lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
     lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)

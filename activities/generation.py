@@ -109,7 +109,7 @@ class GenerateTool(Tool):
         self.deps = deps
         self.kind = kind
         self.spec = GENERATION_SPECS[kind]
-        self.domain = "core"
+        self.domain = kind  # image | video | audio | 3d: loaded on demand
 
     async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
         try:
@@ -212,6 +212,7 @@ class RequestBudgetTool(Tool):
     Only the person's confirmation of that card creates the budget."""
 
     idempotent = True
+    domain = "budget"
 
     def __init__(self, deps: ToolDeps) -> None:
         self.deps = deps

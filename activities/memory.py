@@ -172,6 +172,7 @@ class ForgetMemory(Tool):
     """The person asked in chat to forget something: put the confirmation card in front of
     them. Nothing is forgotten unless they confirm (forgetting is irreversible)."""
 
+    domain = "memory"
     spec = ToolSpec(
         name="forget_memory",
         description=(
@@ -212,6 +213,7 @@ class ForgetMemory(Tool):
 class RecallMemory(Tool):
     """Search the person's memories beyond what the context already holds (bounded)."""
 
+    domain = "memory"
     spec = ToolSpec(
         name="recall_memory",
         description=(

@@ -7,11 +7,13 @@ from typing import Any
 import httpx
 
 from activities.checklist import checklist_tools
+from activities.context_tools import context_tools
 from activities.generation import GenerationActivities, generation_tools
 from activities.memory import MemoryActivities, memory_tools
 from activities.probe_tools import probe_tools
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
+from activities.segments import SegmentActivities
 from activities.toolkit import Tool, ToolDeps
 from activities.workspace_tools import workspace_tools
 from llm.providers import build_provider
@@ -29,7 +31,9 @@ def build_tools(deps: ToolDeps) -> dict[str, Tool]:
         *workspace_tools(deps),
         *memory_tools(deps),
     ]
-    return {t.name: t for t in tools}
+    by_name = {t.name: t for t in tools}
+    # Last among the core tools: the prefix's cache breakpoint follows read_output.
+    return by_name | {t.name: t for t in context_tools(deps, by_name)}
 
 
 def build_activities(
@@ -45,6 +49,7 @@ def build_activities(
     tools = build_tools(deps) | {t.name: t for t in extra_tools or []}
     return [
         *RuntimeActivities(deps, provider, tools).all(),
+        *SegmentActivities(deps, provider).all(),
         *GenerationActivities(deps).all(),
         *RoutingActivities(db, provider, settings).all(),
         *MemoryActivities(deps, provider).all(),

@@ -6,14 +6,16 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.checklist import CLOSED, load_items
 from activities.context import ContextExtras, build_context
+from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
+from activities.segments import ContextPolicy
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
@@ -52,6 +54,9 @@ class RuntimeActivities:
         self.db = deps.db
         self.provider = provider
         self.tools = tools
+        self.policy = ContextPolicy(
+            deps.settings.context_segment_steps, deps.settings.context_recent_steps
+        )
 
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
@@ -65,7 +70,8 @@ class RuntimeActivities:
                 )
             )
             if done is not None:  # the decision is persisted: never ask the model twice
-                return _decision(ModelResponse.from_dict(done.response))
+                n = await _steps_upto(s, inp.task_id, done.id)
+                return _decision(ModelResponse.from_dict(done.response), self.policy.closing(n))
             task = await s.get(Task, inp.task_id)
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
@@ -80,6 +86,7 @@ class RuntimeActivities:
             excl = await exclusions(s, user_id)
             extras = ContextExtras(
                 profile=mem.profile_text,
+                profile_version=mem.profile_version,
                 memories=mem.items,
                 notices=await notices_for_context(s, inp.task_id),
                 degraded=[f"memory: {mem.degraded}"] if mem.degraded else [],
@@ -87,7 +94,7 @@ class RuntimeActivities:
                 excluded_steps={(t, n) for tid, t, n in excl.step_keys if tid == inp.task_id},
             )
             built = await build_context(
-                s, task, inp.turn, inp.step, inp.message_ids, list(self.tools.values()), extras
+                s, task, inp.turn, inp.step, inp.message_ids, self.tools, extras, self.policy
             )
         async with heartbeating():
             resp = await self.provider.complete(built.request)
@@ -101,6 +108,7 @@ class RuntimeActivities:
                         "layers": built.layers,
                         "tools": [t.name for t in built.request.tools],
                         "reported_orders": built.reported_orders,
+                        "prefix": built.prefix,
                     },
                     response=resp.to_dict(),
                 )
@@ -130,7 +138,9 @@ class RuntimeActivities:
                 )
             # Which memory versions this output drew on: forgetting one excludes it later.
             await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
-        return _decision(resp)
+            await s.flush()
+            n = await _steps_upto(s, inp.task_id, None)
+        return _decision(resp, self.policy.closing(n))
 
     # --- tools ----------------------------------------------------------------------
     @activity.defn(name="run_tool")
@@ -146,6 +156,9 @@ class RuntimeActivities:
             assert task is not None
             tool = self.tools.get(call.name)
             crashed_mid_call = call.status == "started"
+            unseen = (
+                await note_unloaded(s, inp.task_id, inp.call_id, tool, self.tools) if tool else None
+            )
             call.status, call.updated_at = "started", now()
             name, args, user_id = call.name, dict(call.input), task.user_id
         if tool is None:
@@ -179,7 +192,18 @@ class RuntimeActivities:
                     record.setdefault(key, getattr(res, key))
             if res.artifacts:
                 record.setdefault("artifacts", res.artifacts)
+            if unseen:
+                record.setdefault("visibility", unseen)
             record["_progress"] = res.made_progress
+            if not (tool and tool.inline_output):
+                record = await keep_outside(
+                    s,
+                    user_id,
+                    inp.task_id,
+                    inp.call_id,
+                    record,
+                    self.deps.settings.tool_output_inline_chars,
+                )
             call.status, call.result, call.updated_at = res.status, record, now()
         return _outcome(res.status, record)
 
@@ -290,8 +314,18 @@ async def _retrieval_query(s: AsyncSession, task: Task, message_ids: list[str]) 
     return "\n".join(texts)[:2000]
 
 
-def _decision(resp: ModelResponse) -> StepDecision:
+async def _steps_upto(s: AsyncSession, task_id: str, step_id: int | None) -> int:
+    """How many steps the task has (up to and including step `step_id`)."""
+    q = select(func.count()).select_from(ModelStep).where(ModelStep.task_id == task_id)
+    if step_id is not None:
+        q = q.where(ModelStep.id <= step_id)
+    return int(await s.scalar(q) or 0)
+
+
+def _decision(resp: ModelResponse, segment_closed: int = -1) -> StepDecision:
     calls = [PlannedCall(i, u.name) for i, u in enumerate(resp.tool_uses)]
     end = resp.stop_reason != "tool_use" or not calls
     asked = end and not calls and resp.text.rstrip().endswith("?")
-    return StepDecision(calls=calls, end_turn=end, asked_person=asked)
+    return StepDecision(
+        calls=calls, end_turn=end, asked_person=asked, segment_closed=segment_closed
+    )

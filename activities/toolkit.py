@@ -60,7 +60,10 @@ class ToolResult:
 
 class Tool(ABC):
     spec: ToolSpec
-    domain: str = "core"  # core | image | video | audio | 3d | documents | flows | assets
+    # core (always visible) or the domain that `load_tools` makes visible: image | video |
+    # audio | 3d | documents | flows | memory | budget (activities/context_tools.py).
+    domain: str = "core"
+    inline_output: bool = False  # True: never kept outside the context (bounded results)
     # Idempotent tools run again with the same call_id after a crash; non-idempotent ones
     # answer `outcome_unknown` when they find their own call started without a result.
     idempotent: bool = True

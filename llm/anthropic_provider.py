@@ -70,10 +70,9 @@ def request_to_create_kwargs(request: ModelRequest, model: str) -> dict[str, Any
     if tools and not any(t.cache for t in request.tools):
         tools[-1]["cache_control"] = dict(_EPHEMERAL)
     messages = [_message_to_param(m) for m in request.messages]
-    if request.cache_point is not None:
-        # The end of the history repeated by the next step: the API reads everything up to
+    for mi, bi in request.cache_points:
+        # E.g. the end of the history the next step repeats: the API reads everything up to
         # here from the cache then, and writes only what this step added.
-        mi, bi = request.cache_point
         messages[mi]["content"][bi]["cache_control"] = dict(_EPHEMERAL)
     kwargs: dict[str, Any] = {
         "model": model,

@@ -68,9 +68,9 @@ class ModelRequest:
     max_tokens: int = 2048
     # What the call is for ("task_step", "route", "extract_memory"); providers may log it.
     purpose: str = "task_step"
-    # [message index, block index]: a cache breakpoint after that block (the end of the
-    # history that the next step repeats byte for byte); None: no breakpoint in messages.
-    cache_point: list[int] | None = None
+    # [message index, block index] pairs: a cache breakpoint after each such block (the end
+    # of the summaries, the end of the history the next step repeats byte for byte).
+    cache_points: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -139,7 +139,7 @@ def request_from_dict(data: dict[str, Any]) -> ModelRequest:
         tools=[ToolSpec(**t) for t in data.get("tools", [])],
         max_tokens=data.get("max_tokens", 2048),
         purpose=data.get("purpose", "task_step"),
-        cache_point=data.get("cache_point"),
+        cache_points=data.get("cache_points", []),
     )
 
 

@@ -10,14 +10,18 @@ Waiting on a job or a card is parked and costs no model call.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.stopcheck import TurnFacts, stop_check
     from workflows.types import (
         CardRef,
         CheckpointInput,
+        SegmentInput,
         StepDecision,
         StepInput,
         TaskInput,
@@ -37,6 +41,10 @@ from workflows.task_state import (
     Stopped,
 )
 from workflows.task_waits import TaskWaits
+
+SEGMENT_PATCH = "segment-summaries"
+# A summary is an optimization: after a few failures the context keeps one line per step.
+SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 
 @workflow.defn(name="TaskWorkflow")
@@ -98,7 +106,11 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            await asyncio.gather(*(self._call(cid) for cid in call_ids))
+            work = [self._call(cid) for cid in call_ids]
+            if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
+                # Beside the calls, not after them: no extra sequential activity per step.
+                work.append(self._summarize(decision.segment_closed))
+            await asyncio.gather(*work)
             if set(self.open_cards) - asked_before:
                 # A question to the person ends the turn: no more (paid) steps pile up
                 # cards before the person answered.
@@ -125,6 +137,19 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         if outcome.card_id:
             pending_call = call_id if outcome.status == "needs_confirmation" else ""
             self.open_cards.setdefault(outcome.card_id, pending_call)
+
+    async def _summarize(self, segment: int) -> None:
+        assert self.inp is not None
+        try:
+            await workflow.execute_activity(
+                "summarize_segment",
+                SegmentInput(self.inp.task_id, segment),
+                start_to_close_timeout=MODEL_TIMEOUT,
+                heartbeat_timeout=self._heartbeat(),
+                retry_policy=SUMMARY_RETRY,
+            )
+        except ActivityError:
+            workflow.logger.warning("segment %d stays unsummarized", segment)
 
     # --- after a turn: the stop-check and the waits it decides -------------------------
     async def _after_turn(self) -> None:

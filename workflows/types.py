@@ -81,6 +81,13 @@ class StepDecision:
     calls: list[PlannedCall]
     end_turn: bool
     asked_person: bool = False  # ended with a question to the person and no tool call
+    segment_closed: int = -1  # this step closed that history segment: summarize it
+
+
+@dataclass
+class SegmentInput:
+    task_id: str
+    segment: int
 
 
 @dataclass

@@ -71,6 +71,10 @@ class OfflineModel:
             from llm.standin.summarize import summarize
 
             return summarize(request)
+        if request.purpose == "summarize":
+            from llm.standin.summarize import summarize
+
+            return summarize(request)
         if request.purpose == "extract":
             # Memory extraction rules live with the memory service.
             from llm.standin.extract import offline_extract

@@ -23,13 +23,15 @@ class ScriptedProvider:
     name = "scripted"
 
     def __init__(
-        self, script: Iterable[ScriptStep], unscripted: tuple[str, ...] = ("extract",)
+        self,
+        script: Iterable[ScriptStep],
+        unscripted: tuple[str, ...] = ("extract", "summarize"),
     ) -> None:
         self._script: list[ScriptStep] = list(script)
         self._next = 0
         self.requests: list[ModelRequest] = []
-        # Background calls (memory extraction runs beside every message) are answered by
-        # the offline stand-in, so they neither consume nor reorder the script.
+        # Background calls (memory extraction beside every message, segment summaries) are
+        # answered by the offline stand-in, so they neither consume nor reorder the script.
         self.unscripted = unscripted
         self.background: list[ModelRequest] = []
 
