@@ -201,6 +201,11 @@ class GenerateTool(Tool):
         return error(reason, failed_order=order_id)
 
 
+async def submit_order(deps: ToolDeps, order_id: str) -> ToolResult:
+    """The one upstream submit of an order already placed (a flow node's, too)."""
+    return await GenerateTool(deps, "image")._submit(order_id)  # _submit ignores the kind
+
+
 def _submitted(order_id: str) -> ToolResult:
     return ToolResult(
         "done", {"status": "submitted", "order_id": order_id}, order_id=order_id, made_progress=True

@@ -8,6 +8,8 @@ import httpx
 
 from activities.checklist import checklist_tools
 from activities.context_tools import context_tools
+from activities.flow_tools import flow_tools
+from activities.flows import FlowActivities
 from activities.generation import GenerationActivities, generation_tools
 from activities.memory import MemoryActivities, memory_tools
 from activities.probe_tools import probe_tools
@@ -30,6 +32,7 @@ def build_tools(deps: ToolDeps) -> dict[str, Tool]:
         *generation_tools(deps),
         *workspace_tools(deps),
         *memory_tools(deps),
+        *flow_tools(deps),
     ]
     by_name = {t.name: t for t in tools}
     # Last among the core tools: the prefix's cache breakpoint follows read_output.
@@ -51,6 +54,7 @@ def build_activities(
         *RuntimeActivities(deps, provider, tools).all(),
         *SegmentActivities(deps, provider).all(),
         *GenerationActivities(deps).all(),
+        *FlowActivities(deps).all(),
         *RoutingActivities(db, provider, settings).all(),
         *MemoryActivities(deps, provider).all(),
     ]

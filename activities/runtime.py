@@ -302,6 +302,7 @@ def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
         order_id=record.get("order_id"),
         made_progress=bool(record.get("_progress")),
         card_id=record.get("card_id"),
+        flow_run=record.get("_start_flow_run"),
     )
 
 

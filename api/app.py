@@ -16,6 +16,7 @@ from api.routes import (
     callbacks,
     cards,
     events,
+    flows,
     health,
     messages,
     objects,
@@ -77,6 +78,7 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
         thread,
         events,
         callbacks,
+        flows,
         tokens,
         session,
     ):

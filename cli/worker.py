@@ -14,12 +14,13 @@ from activities.registry import build_activities
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
+from workflows.flow_run import FlowRunWorkflow
 from workflows.main_thread import MainThreadWorkflow
 from workflows.memory import MemoryWorkflow
 from workflows.task import TaskWorkflow
 
 log = logging.getLogger(__name__)
-WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow]
+WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow, FlowRunWorkflow]
 
 
 def make_worker(client: Client, settings: Settings, activities: list[Any]) -> Worker:

@@ -9,8 +9,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from flows.graph import validate_graph
 from flows.models import FlowResult, FlowRun, FlowRunNode
-from lomo.errors import Conflict, NotFound
+from lomo.db.models import ObjectVersion, Task, TaskObject, WorkObject
+from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.ids import new_id
 
 ACTIVE = ("planning", "waiting_price", "running")
@@ -53,6 +55,31 @@ async def create_run(
     s.add(run)
     await s.flush()
     return run
+
+
+async def open_run(s: AsyncSession, user_id: str, flow_id: str, task_id: str | None) -> FlowRun:
+    """Check the flow (it exists, is a flow, its graph can run) and the owning task (named,
+    else the task that made or read the flow most recently), then create the run."""
+    obj = await s.get(WorkObject, flow_id, populate_existing=True)
+    if obj is None or obj.user_id != user_id or obj.deleted:
+        raise NotFound(f"no flow {flow_id}")
+    if obj.type != "flow":
+        raise InvalidInput(f"object {flow_id} is a {obj.type}, not a flow")
+    ver = await s.get(ObjectVersion, (flow_id, obj.version))
+    assert ver is not None
+    validate_graph(dict((ver.content or {}).get("nodes") or {}))
+    if task_id is not None:
+        task = await s.get(Task, task_id)
+        if task is None or task.user_id != user_id:
+            raise NotFound(f"no task {task_id}")
+    else:
+        task_id = await s.scalar(
+            select(TaskObject.task_id)
+            .join(Task, Task.id == TaskObject.task_id)
+            .where(TaskObject.object_id == flow_id)
+            .order_by((TaskObject.role == "artifact").desc(), Task.updated_at.desc())
+        )
+    return await create_run(s, user_id, flow_id, obj.version, task_id)
 
 
 async def get_run(s: AsyncSession, user_id: str, run_id: str, lock: bool = False) -> FlowRun:

@@ -22,6 +22,11 @@ async def _on_price_answer(s: AsyncSession, card: Card) -> None:
             s, card.user_id, card.task_id, card.price_cents, f"card:{card.id}", "card", card.id
         )
         return
+    calls = payload.get("calls")
+    if isinstance(calls, dict):  # a flow run's one card for the total: each node it priced
+        for call_id, amount in calls.items():
+            await approve_call(s, card.user_id, card.task_id, str(call_id), int(amount), card.id)
+        return
     # A call's price card is keyed by its call_id (create_card(..., key=call_id)).
     if card.key and payload.get("call_id") == card.key:
         await approve_call(s, card.user_id, card.task_id, card.key, card.price_cents, card.id)

@@ -14,9 +14,11 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.flow_types import FlowRunInput
     from workflows.stopcheck import TurnFacts, stop_check
     from workflows.types import (
         CardRef,
@@ -137,6 +139,21 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         if outcome.card_id:
             pending_call = call_id if outcome.status == "needs_confirmation" else ""
             self.open_cards.setdefault(outcome.card_id, pending_call)
+        if outcome.flow_run:
+            await self._start_flow_run(outcome.flow_run)
+
+    async def _start_flow_run(self, run_id: str) -> None:
+        """A flow run outlives the turn and the task's continue-as-new (abandoned child);
+        it signals `flow_event` back when it ends or needs the person."""
+        try:
+            await workflow.start_child_workflow(
+                "FlowRunWorkflow",
+                FlowRunInput(run_id),
+                id=f"flowrun:{run_id}",
+                parent_close_policy=ParentClosePolicy.ABANDON,
+            )
+        except WorkflowAlreadyStartedError:
+            pass  # started by an earlier attempt of this call, or by the person
 
     async def _summarize(self, segment: int) -> None:
         assert self.inp is not None

@@ -9,6 +9,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.flow_types import FlowEvent
     from workflows.types import TERMINAL_TASK_STATUSES, GenerationEvent, ResumeInput
 
 from workflows.task_state import FINAL_ORDER, TaskState
@@ -49,6 +50,12 @@ class TaskInputs(TaskState):
         # Duplicates and events for unknown orders change nothing (the DB is the truth).
         if ev.order_id in self.waiting and self.waiting[ev.order_id] not in FINAL_ORDER:
             self.waiting[ev.order_id] = ev.status
+
+    @workflow.signal(name="flow_event")
+    def flow_event(self, ev: FlowEvent) -> None:
+        # A flow run ended or needs the person: the next turn sees it in the context.
+        if not self._closed_reason():
+            self.wake = True
 
     @workflow.update(name="stop")
     def stop(self) -> str:

@@ -102,6 +102,7 @@ class ToolOutcome:
     order_id: str | None = None  # set when the tool started a generation job we must await
     made_progress: bool = False
     card_id: str | None = None  # set when the tool needs the person's answer first
+    flow_run: str | None = None  # a flow run the task starts (child workflow, abandoned)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from api.deps import DbDep, SettingsDep, TemporalDep
 from api.dispatch import signal_generation
+from api.flow_dispatch import signal_flow_node
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
 from lomo.signing import verify
@@ -55,7 +56,8 @@ async def callback(
             s, order, status, float(ev.get("progress", 0)), ev.get("seq"), ev, settings
         )
         task_id, order_id, final = order.task_id, order.id, order.status
+        order_key = order.idempotency_key
     # Wake only on the transition into a terminal state: duplicates never wake twice.
-    if became_terminal:
+    if became_terminal and not await signal_flow_node(temporal, order_key, order_id, final):
         await signal_generation(temporal, task_id, order_id, final)
     return {"ok": True, "changed": changed}

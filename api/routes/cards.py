@@ -9,6 +9,7 @@ from sqlalchemy import select
 from api.card_effects import EFFECTS
 from api.deps import DbDep, TemporalDep, UserDep
 from api.dispatch import card_answered
+from api.flow_dispatch import flow_card_answered
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
 
@@ -61,4 +62,5 @@ async def act(
         await effect.after_commit(request.app.state, card)
     if card.task_id:
         await card_answered(temporal, card.task_id, card.id)
+    await flow_card_answered(temporal, card)
     return view

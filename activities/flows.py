@@ -1,0 +1,431 @@
+"""Flow run activities (all I/O of `workflows/flow_run.py`) and the `run_flow` tool.
+
+A node goes through the same money layer as a task's own paid call: quote (catalogue),
+authorize + reserve (`place_order`), the one submit (`submit_order`), then the order's
+terminal transition settles or refunds it; its asset is collected as any generation's.
+The call key is `flow:{run}:{node}:{hash16}:{attempt}` (flows/graph.call_key), so a retried
+activity after a killed worker finds its order and never orders twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.generation import GenerationActivities, submit_order
+from activities.heartbeat import heartbeating
+from activities.toolkit import ToolDeps
+from flows import runs
+from flows.errors import FlowError
+from flows.graph import (
+    PAID,
+    Nodes,
+    call_key,
+    digest,
+    edges_of,
+    node_hash,
+    price_plan,
+    validate_graph,
+)
+from flows.models import FlowRun, FlowRunNode
+from lomo.cards import create_card
+from lomo.db.models import Card, GenerationOrder, ObjectVersion
+from lomo.errors import InvalidInput, NotFound
+from lomo.events import append_event
+from money.catalogue import validate_request
+from money.ledger import lock_account
+from money.orders import NeedsConfirmation, OrderRequest, Refused, place_order
+from money.policy import authorize
+from workflows.flow_types import (
+    CloseInput,
+    FlowGraph,
+    FlowPlan,
+    FlowRunInput,
+    NodeInput,
+    NodeOutcome,
+    RunResult,
+)
+from workflows.types import OrderRef
+from workspace.errors import Deleted
+from workspace.store import get_version
+
+
+def order_args(node: Mapping[str, Any], inputs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The generation request of a paid node: its params, plus its inputs' assets (a video
+    animates its first image input; an edit cuts its inputs in order)."""
+    args = dict(node.get("params", {}))
+    if node["type"] == "edit":
+        args.setdefault("prompt", "final edit")
+        args["clips"] = [obj for _, obj in inputs]
+    elif node["type"] in ("video", "3d"):
+        image = next((obj for t, obj in inputs if t == "image"), None)
+        if image and "reference_object_id" not in args:
+            args["reference_object_id"] = image
+    return args
+
+
+def _price(node_id: str, node: Any) -> int:
+    try:
+        return validate_request(PAID[node["type"]], order_args(node, [])).price_cents
+    except InvalidInput:
+        return 0  # refused when the node starts, naming the constraint; costs nothing
+
+
+async def _leaf_digests(s: AsyncSession, user_id: str, nodes: Nodes) -> dict[str, str]:
+    """A document node's result is its document's current text: edited text, new hash."""
+    out = {}
+    for nid, node in nodes.items():
+        if node["type"] == "document":
+            oid = str(node["params"]["object_id"])
+            try:
+                _, ver = await get_version(s, user_id, oid)
+                out[nid] = f"{oid}@{digest(ver.content)}"
+            except (NotFound, Deleted):
+                out[nid] = f"{oid}@missing"
+    return out
+
+
+async def _current(s: AsyncSession, run: FlowRun) -> tuple[int, Nodes]:
+    _, ver = await get_version(s, run.user_id, run.flow_id)
+    return ver.version, dict(ver.content.get("nodes") or {})
+
+
+def _plan_card_key(run: FlowRun) -> str:
+    return f"flowplan:{run.id}:{run.attempt}"
+
+
+class FlowActivities:
+    def __init__(self, deps: ToolDeps) -> None:
+        self.deps = deps
+        self.gen = GenerationActivities(deps)
+
+    async def _run(self, s: AsyncSession, run_id: str) -> FlowRun:
+        run = await s.get(FlowRun, run_id, with_for_update=True, populate_existing=True)
+        if run is None:
+            raise ApplicationError(f"no flow run {run_id}", non_retryable=True)
+        return run
+
+    @activity.defn(name="plan_flow_run")
+    async def plan_flow_run(self, inp: FlowRunInput) -> FlowPlan:
+        """Validate the graph, reuse cached results, price what must run and ask one price
+        card for the total when the policy would ask (instead of a card per node)."""
+        st = self.deps.settings
+        async with self.deps.db.session() as s:
+            run = await self._run(s, inp.run_id)
+            try:
+                version, nodes = await _current(s, run)
+                order = validate_graph(nodes)
+            except (FlowError, NotFound, Deleted) as e:
+                await _end(s, run, "failed", e.detail)
+                return _plan(run, "failed", [], {}, [], reason=e.detail, settings=st)
+            cache = await runs.cached(s, run.flow_id)
+            leaf = await _leaf_digests(s, run.user_id, nodes)
+            plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, _price)
+            rows = await runs.node_rows(s, run.id)
+            for nid in order:
+                row = rows.get(nid) or await runs.node_row(s, run.id, nid)
+                row.hash, row.version, row.error, row.stale = plan.hashes[nid], version, None, False
+                if nid in plan.reuse:
+                    row.status, row.object_id = "reused", cache[(nid, plan.hashes[nid])].object_id
+                else:
+                    row.status, row.object_id, row.order_id = "pending", None, None
+            for nid, row in rows.items():
+                if nid not in nodes:
+                    row.status = "removed"
+            run.version, run.total_nodes, run.price_cents = version, len(order), plan.total_cents
+            status, reason = "running", ""
+            if plan.total_cents > 0:
+                status, reason = await self._authorize(s, run, plan.prices, plan.hashes)
+            if status == "declined":
+                await _end(s, run, "declined", reason)
+            else:
+                run.status = status
+                await _emit(s, run)
+            return _plan(
+                run, status, order, edges_of(nodes), plan.reuse, reason=reason, settings=st
+            )
+
+    async def _authorize(
+        self, s: AsyncSession, run: FlowRun, prices: dict[str, int], hashes: dict[str, str]
+    ) -> tuple[str, str]:
+        if run.task_id is None:
+            return "declined", "a flow with paid nodes needs an owning task"
+        key = _plan_card_key(run)
+        card = await s.scalar(select(Card).where(Card.user_id == run.user_id, Card.key == key))
+        if card is not None:
+            run.card_id = card.id
+            if card.status == "open":
+                return "waiting_price", "waiting for the price card"
+            if (card.answer or {}).get("action") == "confirm":
+                return "running", "the person confirmed the price"
+            return "declined", "the person declined the price of this run"
+        total = sum(prices.values())
+        await lock_account(s, run.user_id, self.deps.settings.initial_credit_cents)
+        decision = await authorize(s, run.user_id, run.task_id, key, total, self.deps.settings)
+        if decision.grant is not None:
+            return "running", decision.reason
+        calls = {
+            call_key(run.id, nid, hashes[nid], run.attempt): p for nid, p in prices.items() if p
+        }
+        card = await create_card(
+            s,
+            user_id=run.user_id,
+            kind="price",
+            title=f"Flow run: {len(calls)} paid nodes, {total / 100:.2f} EUR in total",
+            task_id=run.task_id,
+            price_cents=total,
+            payload={"flow_run": run.id, "flow_id": run.flow_id, "calls": calls},
+            key=key,
+        )
+        run.card_id = card.id
+        return "waiting_price", decision.reason
+
+    @activity.defn(name="refresh_flow_run")
+    async def refresh_flow_run(self, inp: FlowRunInput) -> FlowGraph:
+        """The flow's current structure for nodes not yet started (the person edited it
+        mid-run); an invalid edit keeps the graph the run has (empty order)."""
+        async with self.deps.db.session() as s:
+            run = await self._run(s, inp.run_id)
+            version, nodes = await _current(s, run)
+            try:
+                order = validate_graph(nodes)
+            except FlowError:
+                return FlowGraph(version, [], {})
+            rows = await runs.node_rows(s, run.id)
+            for nid in order:
+                if nid not in rows:
+                    await runs.node_row(s, run.id, nid)
+            for nid, row in rows.items():
+                if nid not in nodes and row.status == "pending":
+                    row.status = "removed"
+            run.version, run.total_nodes = version, len(order)
+            return FlowGraph(version, order, edges_of(nodes))
+
+    @activity.defn(name="start_flow_node")
+    async def start_flow_node(self, inp: NodeInput) -> NodeOutcome:
+        """Start one node on the flow's current version (an edit before it started is
+        picked up): reuse a cached result, resolve a document, or place its paid order."""
+        async with heartbeating():
+            async with self.deps.db.session() as s:
+                run = await self._run(s, inp.run_id)
+                row = await runs.node_row(s, run.id, inp.node_id)
+                if row.status in runs.FINISHED_NODE:
+                    return NodeOutcome("done", row.version or run.version)
+                if row.status == "running" and row.order_id:
+                    order_id: str = row.order_id  # placed by an attempt that died: submit
+                    version = row.version or run.version
+                else:
+                    started = await self._place(s, run, row)
+                    if isinstance(started, NodeOutcome):
+                        return started
+                    order_id, version = started
+            res = await submit_order(self.deps, order_id)
+            if res.status == "error":
+                return await self._failed(inp, str(res.result.get("error")), version)
+            return NodeOutcome("submitted", version, order_id=order_id)
+
+    async def _place(
+        self, s: AsyncSession, run: FlowRun, row: FlowRunNode
+    ) -> NodeOutcome | tuple[str, int]:
+        version, nodes = await _current(s, run)
+        node = nodes.get(row.node_id)
+        if node is None:
+            row.status = "removed"
+            return NodeOutcome("removed", version)
+        rows = await runs.node_rows(s, run.id)
+        inputs = [rows.get(i) for i in node.get("inputs", [])]
+        if any(r is None or r.status not in runs.FINISHED_NODE for r in inputs):
+            return NodeOutcome("not_ready", version)  # the edit added an input: re-plan
+        leaf = (await _leaf_digests(s, run.user_id, {row.node_id: node})).get(row.node_id, "")
+        h = node_hash(node, [r.hash or "" for r in inputs if r], leaf)
+        row.hash, row.version, row.error = h, version, None
+        hit = (await runs.cached(s, run.flow_id)).get((row.node_id, h))
+        if hit is not None:
+            row.status, row.object_id = "reused", hit.object_id
+            await _emit_node(s, run, row)
+            return NodeOutcome("done", version)
+        if node["type"] == "document":
+            oid = str(node["params"]["object_id"])
+            if leaf.endswith("@missing"):
+                return _fail_row(row, f"document {oid} does not exist (or was deleted)", version)
+            await runs.store_result(s, run.user_id, run.flow_id, row.node_id, h, oid, None)
+            row.status, row.object_id = "done", oid
+            await _emit_node(s, run, row)
+            return NodeOutcome("done", version)
+        kind = PAID[node["type"]]
+        types = {i: nodes[i]["type"] for i in node.get("inputs", []) if i in nodes}
+        args = order_args(
+            node, [(types.get(r.node_id, ""), r.object_id or "") for r in inputs if r]
+        )
+        try:
+            spec = validate_request(kind, args)
+        except InvalidInput as e:
+            return _fail_row(row, e.detail, version)
+        if run.task_id is None:
+            return _fail_row(row, "a paid node needs the run's owning task", version)
+        key = call_key(run.id, row.node_id, h, run.attempt)
+        req = OrderRequest(run.user_id, run.task_id, key, kind, spec.name, args, spec.price_cents)
+        placed = await place_order(s, req, self.deps.settings)
+        if isinstance(placed, Refused):
+            return _fail_row(row, placed.reason, version)
+        if isinstance(placed, NeedsConfirmation):
+            return NodeOutcome("needs_confirmation", version, card_id=placed.card.id)
+        row.status, row.order_id = "running", placed.order.id
+        await _emit_node(s, run, row)
+        return placed.order.id, version
+
+    async def _failed(self, inp: NodeInput, error: str, version: int) -> NodeOutcome:
+        async with self.deps.db.session() as s:
+            run = await self._run(s, inp.run_id)
+            row = await runs.node_row(s, inp.run_id, inp.node_id)
+            out = _fail_row(row, error, version)
+            await _emit_node(s, run, row)
+            return out
+
+    @activity.defn(name="finish_flow_node")
+    async def finish_flow_node(self, inp: NodeInput) -> NodeOutcome:
+        """The node's order ended: keep its asset as the node's result (and in the cache
+        under its hash), or record why it failed. A result made on a definition the flow
+        no longer has is kept but marked stale."""
+        async with self.deps.db.session() as s:
+            row = await runs.node_row(s, inp.run_id, inp.node_id)
+            if row.status in runs.FINISHED_NODE or row.order_id is None:
+                return NodeOutcome(row.status if row.status != "reused" else "done")
+            order = await s.get(GenerationOrder, row.order_id)
+            assert order is not None
+            status, error = order.status, order.error
+        version = row.version or 0
+        if status == "failed":
+            return await self._failed(inp, error or "generation failed", version)
+        if status != "succeeded":
+            return NodeOutcome("submitted", version, order_id=row.order_id)
+        await self.gen.collect_generation(OrderRef(row.order_id))
+        async with self.deps.db.session() as s:
+            run = await self._run(s, inp.run_id)
+            row = await runs.node_row(s, inp.run_id, inp.node_id)
+            order = await s.get(GenerationOrder, row.order_id, populate_existing=True)
+            assert order is not None and order.object_id and row.hash
+            await runs.store_result(
+                s, run.user_id, run.flow_id, row.node_id, row.hash, order.object_id, order.id
+            )
+            row.status, row.object_id = "done", order.object_id
+            row.stale = await _changed_since(s, run, row)
+            await _emit_node(s, run, row)
+            return NodeOutcome("done", version, order_id=order.id)
+
+    @activity.defn(name="close_flow_run")
+    async def close_flow_run(self, inp: CloseInput) -> RunResult:
+        async with self.deps.db.session() as s:
+            run = await self._run(s, inp.run_id)
+            rows = await runs.node_rows(s, run.id)
+            for nid in inp.blocked:
+                if nid in rows and rows[nid].status == "pending":
+                    rows[nid].status, rows[nid].error = "blocked", "an input node failed"
+            for row in rows.values():
+                if row.status in runs.FINISHED_NODE and not row.stale:
+                    row.stale = await _changed_since(s, run, row)
+            failed = sorted(n for n, r in rows.items() if r.status == "failed")
+            live = [r for r in rows.values() if r.status != "removed"]
+            done = sum(r.status in runs.FINISHED_NODE for r in live)
+            status = "succeeded" if done == len(live) else "failed"
+            reason = "; ".join(f"{n}: {rows[n].error}" for n in failed[:10])
+            if run.status in runs.ACTIVE:
+                await _end(s, run, status, reason)
+            return RunResult(run.status, done, failed, len(live))
+
+    def all(self) -> list[Any]:
+        return [
+            self.plan_flow_run,
+            self.refresh_flow_run,
+            self.start_flow_node,
+            self.finish_flow_node,
+            self.close_flow_run,
+        ]
+
+
+def _fail_row(row: FlowRunNode, error: str, version: int) -> NodeOutcome:
+    row.status, row.error = "failed", error[:2000]
+    return NodeOutcome("failed", version, order_id=row.order_id, error=row.error)
+
+
+async def _changed_since(s: AsyncSession, run: FlowRun, row: FlowRunNode) -> bool:
+    """The node's definition now differs from the one it ran on (or it left the flow)."""
+    if row.version is None:
+        return False
+    try:
+        _, now_nodes = await _current(s, run)
+    except (NotFound, Deleted):
+        return False
+    used = await s.get(ObjectVersion, (run.flow_id, row.version))
+    before = ((used.content if used else {}) or {}).get("nodes", {}).get(row.node_id)
+    return now_nodes.get(row.node_id) != before
+
+
+async def _end(s: AsyncSession, run: FlowRun, status: str, reason: str) -> None:
+    run.status, run.reason = status, reason[:4000]
+    run.ended_at = run.updated_at = runs.now()
+    await _emit(s, run)
+
+
+async def _emit(s: AsyncSession, run: FlowRun) -> None:
+    run.updated_at = runs.now()
+    await append_event(
+        s,
+        run.user_id,
+        "flow.run",
+        {
+            "run_id": run.id,
+            "flow_id": run.flow_id,
+            "task_id": run.task_id,
+            "status": run.status,
+            "reason": run.reason,
+        },
+    )
+
+
+async def _emit_node(s: AsyncSession, run: FlowRun, row: FlowRunNode) -> None:
+    row.updated_at = runs.now()
+    await append_event(
+        s,
+        run.user_id,
+        "flow.node",
+        {
+            "run_id": run.id,
+            "node_id": row.node_id,
+            "status": row.status,
+            "object_id": row.object_id,
+            "error": row.error,
+        },
+    )
+
+
+def _plan(
+    run: FlowRun,
+    status: str,
+    order: list[str],
+    edges: dict[str, list[str]],
+    finished: list[str],
+    *,
+    reason: str,
+    settings: Any,
+) -> FlowPlan:
+    return FlowPlan(
+        status=status,
+        flow_id=run.flow_id,
+        task_id=run.task_id,
+        version=run.version,
+        order=order,
+        edges=edges,
+        finished=finished,
+        card_id=run.card_id,
+        reason=reason,
+        max_parallel=settings.flow_max_parallel,
+        generation_wait_seconds=settings.generation_wait_seconds,
+        card_wait_seconds=settings.card_wait_seconds,
+        heartbeat_timeout_seconds=settings.heartbeat_timeout_seconds,
+    )

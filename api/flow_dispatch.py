@@ -1,0 +1,58 @@
+"""Hand flow runs and their events to FlowRunWorkflow (`flowrun:{run_id}`); no HTTP here."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.service import RPCError
+
+from flows.graph import run_of_call
+from lomo.db.models import Card
+from lomo.settings import Settings
+from workflows.flow_run import FlowRunWorkflow
+from workflows.flow_types import FlowRunInput
+from workflows.types import GenerationEvent
+
+
+def flow_workflow_id(run_id: str) -> str:
+    return f"flowrun:{run_id}"
+
+
+async def start_flow_run(client: Client, settings: Settings, run_id: str, attempt: int) -> None:
+    """A run, or the next attempt of an ended run (same workflow id, a new execution)."""
+    await client.start_workflow(
+        FlowRunWorkflow.run,
+        FlowRunInput(run_id, attempt),
+        id=flow_workflow_id(run_id),
+        task_queue=settings.task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+
+
+async def signal_flow_node(client: Client, call_id: str, order_id: str, status: str) -> bool:
+    """A flow node's order reached a terminal state: wake its run. False if the order is
+    not a flow node's (then it is a task's own call)."""
+    run_id = run_of_call(call_id)
+    if run_id is None:
+        return False
+    try:
+        await client.get_workflow_handle(flow_workflow_id(run_id)).signal(
+            "node_event", GenerationEvent(order_id, status)
+        )
+    except RPCError:
+        pass  # the run ended; its next attempt reads the order from the DB
+    return True
+
+
+async def flow_card_answered(client: Client, card: Card) -> None:
+    """A run's price card (the total, or one node's) was answered: wake the run."""
+    payload = card.payload or {}
+    run_id = payload.get("flow_run") or run_of_call(str(payload.get("call_id") or ""))
+    if not run_id:
+        return
+    try:
+        await client.get_workflow_handle(flow_workflow_id(str(run_id))).signal(
+            "card_answered", card.id
+        )
+    except RPCError:
+        pass  # the answer is durable; the run's card wait re-reads it

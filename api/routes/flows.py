@@ -1,0 +1,76 @@
+"""Flow runs (README "Flows"): start a run of a flow object, read its progress per node,
+resume an ended run after fixing a node. The run itself is FlowRunWorkflow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
+from api.flow_dispatch import start_flow_run
+from flows import runs
+from flows.models import FlowRun
+
+router = APIRouter(tags=["flows"])
+
+
+class RunIn(BaseModel):
+    # The task that owns the run (its orders, its price card, its progress line); default:
+    # the task that made or last read the flow. Paid nodes need one.
+    task_id: str | None = Field(default=None, max_length=40)
+
+
+@router.post("/v1/objects/{object_id}/runs", status_code=202)
+async def start(
+    object_id: str,
+    user: UserDep,
+    db: DbDep,
+    settings: SettingsDep,
+    temporal: TemporalDep,
+    body: RunIn | None = None,
+) -> dict[str, Any]:
+    """Run the flow's current version: 202 with the run (status `planning`); 409 `conflict`
+    with `run_id` while another run of this flow is active; 400 `invalid_flow` for a graph
+    that cannot run (cycle, unknown node type)."""
+    async with db.session() as s:
+        run = await runs.open_run(s, user.id, object_id, body.task_id if body else None)
+        view = runs.run_view(run, {})
+    await start_flow_run(temporal, settings, run.id, run.attempt)
+    return view
+
+
+@router.get("/v1/objects/{object_id}/runs")
+async def list_runs(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    async with db.session() as s:
+        rows = await s.scalars(
+            select(FlowRun)
+            .where(FlowRun.user_id == user.id, FlowRun.flow_id == object_id)
+            .order_by(FlowRun.created_at.desc())
+            .limit(50)
+        )
+        return {"runs": [runs.run_view(r, await runs.node_rows(s, r.id)) for r in rows]}
+
+
+@router.get("/v1/flow-runs/{run_id}")
+async def get_run(run_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    """Status, progress (n of m nodes done, failed, blocked) and every node: status, the
+    content hash it ran under, its order and result asset, error, stale."""
+    async with db.session() as s:
+        run = await runs.get_run(s, user.id, run_id)
+        return runs.run_view(run, await runs.node_rows(s, run.id))
+
+
+@router.post("/v1/flow-runs/{run_id}/resume", status_code=202)
+async def resume(
+    run_id: str, user: UserDep, db: DbDep, settings: SettingsDep, temporal: TemporalDep
+) -> dict[str, Any]:
+    """The next attempt of an ended run, on the flow's current version: finished nodes are
+    reused, failed and blocked ones run again. 409 while the run is still active."""
+    async with db.session() as s:
+        run = await runs.resume_run(s, user.id, run_id)
+        view = runs.run_view(run, await runs.node_rows(s, run.id))
+    await start_flow_run(temporal, settings, run.id, run.attempt)
+    return view

@@ -1,0 +1,78 @@
+"""Dataclasses of the flow run workflow and its activities: ids, node ids and small
+values only; node definitions, results and assets stay in the DB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FlowRunInput:
+    run_id: str
+    attempt: int = 1
+
+
+@dataclass
+class FlowPlan:
+    status: str  # running | waiting_price | declined | failed
+    flow_id: str
+    task_id: str | None
+    version: int
+    order: list[str]  # topological order of the nodes
+    edges: dict[str, list[str]]  # node → its inputs
+    finished: list[str]  # results reused from the cache
+    card_id: str | None = None
+    reason: str = ""
+    # Limits come from the worker's settings through the plan: workflow code reads none.
+    max_parallel: int = 4
+    generation_wait_seconds: float = 60.0
+    card_wait_seconds: float = 300.0
+    heartbeat_timeout_seconds: float = 30.0
+
+
+@dataclass
+class FlowGraph:
+    version: int
+    order: list[str]
+    edges: dict[str, list[str]]
+
+
+@dataclass
+class NodeInput:
+    run_id: str
+    node_id: str
+    attempt: int
+
+
+@dataclass
+class NodeOutcome:
+    # done (result stored or reused) | submitted (an order to await) | failed |
+    # needs_confirmation (a price card) | removed (the node left the flow)
+    status: str
+    version: int = 0  # the flow version the node was started on
+    order_id: str | None = None
+    card_id: str | None = None
+    error: str = ""
+
+
+@dataclass
+class CloseInput:
+    run_id: str
+    attempt: int
+    blocked: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    status: str  # succeeded | failed | declined
+    done: int
+    failed: list[str]
+    total: int
+
+
+@dataclass
+class FlowEvent:
+    """To the owning task: the run ended or needs the person (it wakes the task)."""
+
+    run_id: str
+    status: str
