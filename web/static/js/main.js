@@ -47,7 +47,7 @@ async function start() {
     thread: h("div", { class: "thread" }),
     tasks: h("div", { class: "task-list" }),
     cards: h("div", { class: "open-cards" }),
-    task: h("div", { class: "task-detail" }),
+    task: h("div", { class: "task-detail" }, h("p", { class: "muted" }, t("pick_task"))),
     budget: h("div", { class: "budget-panel" }),
     memory: h("div", { class: "memory-panel" }),
     workspace: h("div", { class: "workspace-panel" }),
@@ -108,7 +108,9 @@ async function start() {
     try {
       const { cards } = await api("/v1/cards?status=open");
       const free = cards.filter((c) => !c.task_id || c.task_id !== state.selected);
-      replace(el.cards, free.length ? free.map((c) => renderCard(c, refreshAll, report)) : h("p", { class: "muted" }, t("none_open")));
+      // The selected task's own questions stand in its card below; here the rest.
+      const empty = cards.length ? t("none_elsewhere") : t("none_open");
+      replace(el.cards, free.length ? free.map((c) => renderCard(c, refreshAll, report)) : h("p", { class: "muted" }, empty));
     } catch (e) { report(e); }
   }, 150);
   const refreshThread = debounce(async () => {
