@@ -3,15 +3,27 @@ price cards answered, orders counted from the DB."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+import httpx
 from sqlalchemy import func, select
 
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
 from lomo.ids import new_id
 from tests.helpers import eventually
-from tests.stack import Stack
+
+
+class Stack(Protocol):
+    """What the helpers need of a test stack (tests/stack.py's or the money tests')."""
+
+    api: httpx.AsyncClient
+    db: Database
+    user_id: str
+
+    @property
+    def auth(self) -> dict[str, str]: ...
+
 
 ENDED = ("succeeded", "failed", "declined")
 
