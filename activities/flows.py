@@ -26,6 +26,7 @@ from flows.graph import (
     PAID,
     Nodes,
     call_key,
+    descendants,
     digest,
     edges_of,
     node_hash,
@@ -329,6 +330,15 @@ class FlowActivities:
             for row in rows.values():
                 if row.status in runs.FINISHED_NODE and not row.stale:
                     row.stale = await _changed_since(s, run, row)
+            # A result built on a stale input is stale too (a re-run redoes both).
+            try:
+                _, nodes = await _current(s, run)
+            except (NotFound, Deleted):
+                nodes = {}  # the flow was deleted meanwhile: nothing to compare against
+            stale = [n for n, r in rows.items() if r.stale]
+            for nid in descendants(edges_of(nodes), stale):
+                if nid in rows and rows[nid].status in runs.FINISHED_NODE:
+                    rows[nid].stale = True
             failed = sorted(n for n, r in rows.items() if r.status == "failed")
             live = [r for r in rows.values() if r.status != "removed"]
             done = sum(r.status in runs.FINISHED_NODE for r in live)
