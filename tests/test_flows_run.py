@@ -18,6 +18,7 @@ from tests.flow_support import (
     start_run,
     wait_status,
 )
+from tests.runtime_support import replay_and_maybe_record
 from tests.stack import running_stack
 
 
@@ -42,6 +43,10 @@ async def test_editing_one_shot_regenerates_that_shot_and_the_edit_only(
         }
         assert await orders(st.db, st.user_id) == 11
         first = {n: v["object_id"] for n, v in view["nodes"].items()}
+        # Replays against the current code (recorded for test_replay with
+        # LOMO_RECORD_HISTORIES=1); references only, so a node costs little history.
+        size = await replay_and_maybe_record(temporal_client, f"flowrun:{run_id}", "flow_film")
+        assert size / 11 < 16_000, size  # measured: about 12.7 KB of JSON per node
 
         r = await st.api.patch(
             f"/v1/objects/{flow_id}",
@@ -117,3 +122,4 @@ async def test_a_failed_node_blocks_only_its_descendants_and_resumes_after_the_f
         assert view["status"] == "succeeded", view
         assert view["progress"]["reused"] == 2
         assert await orders(st.db, st.user_id) == 4
+        await replay_and_maybe_record(temporal_client, f"flowrun:{run_id}", "flow_resume")
