@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
+from lomo import clock
 from lomo.cards import confirmed, create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
@@ -50,7 +51,7 @@ MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d":
 
 
 def now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 _EXTRA_PROPS: dict[str, dict[str, Any]] = {

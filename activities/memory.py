@@ -4,7 +4,6 @@ match (idempotent, so Temporal's retries repair a crash between the two)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -13,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ModelProvider, ToolSpec
+from lomo import clock
 from lomo.cards import confirmed
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound
@@ -116,7 +116,7 @@ class MemoryActivities:
     @activity.defn(name="memory_correct")
     async def correct(self, inp: CorrectInput) -> CorrectOutput:
         """The person's own words replace the current version: a new, stated version."""
-        now = datetime.now(UTC)
+        now = clock.now()
         async with self.deps.db.session() as s:
             ev = await s.get(Evidence, inp.evidence_id)
             if ev is None or ev.user_id != inp.user_id or ev.source != "correction":

@@ -269,16 +269,19 @@ async def _fall_back(
     s: AsyncSession, memory_ids: set[str], now: datetime, touched: Touched
 ) -> set[str]:
     """A chain whose current version died: the latest survivor holds again, or the memory
-    is gone. Returns the memories that are gone."""
+    is gone. Returns the memories that are gone. A version the person corrected is wrong by
+    their own word: forgetting the correction never brings it back."""
     gone: set[str] = set()
     for memory in await s.scalars(select(Memory).where(Memory.id.in_(sorted(memory_ids)))):
-        survivors = list(
+        chain = list(
             await s.scalars(
                 select(MemoryVersion)
-                .where(MemoryVersion.memory_id == memory.id, MemoryVersion.status != "deleted")
+                .where(MemoryVersion.memory_id == memory.id)
                 .order_by(MemoryVersion.version.desc())
             )
         )
+        corrected_below = max((v.version for v in chain if v.relation == "CORRECT"), default=0)
+        survivors = [v for v in chain if v.status != "deleted" and v.version >= corrected_below]
         memory.updated_at = now
         if not survivors:
             memory.status = "deleted"

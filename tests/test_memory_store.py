@@ -16,7 +16,7 @@ from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from memory.context import exclusions, memory_for_context, record_usage
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion, ProfileSnapshot, Summary
-from memory.types import ForgetInput
+from memory.types import CorrectInput, ForgetInput
 from memory.views import history, list_memories, profile
 from tests.memory_support import Env, ScriptedExtractor, make_env
 
@@ -135,6 +135,32 @@ async def test_forgetting_only_the_refinement_restores_the_origin(env: Env) -> N
     assert await _vector_count(env) == 1
     async with env.db.session() as s:
         assert "cream" not in str((await profile(s, env.user_id))["items"]).lower()
+
+
+async def test_forgetting_a_correction_never_restores_what_it_corrected(env: Env) -> None:
+    # Found by the scenario harness (correct-forget): blue came back after green was forgotten.
+    await env.say(BLUE)
+    [m] = await _memories(env)
+    async with env.db.session() as s:
+        ev = Evidence(
+            id="evd_correction1",
+            user_id=env.user_id,
+            source="correction",
+            source_ref=f"{m['memory_id']}:cor_1",
+            text="The brand's main colour is green.",
+            usable=True,
+            candidates=[],
+        )
+        s.add(ev)
+    await env.acts.correct(CorrectInput(env.user_id, ev.id))
+    [green] = await _memories(env)
+    assert "green" in green["content"]
+    await _forget(env, text="main colour green")
+    assert await _memories(env) == []
+    assert await _vector_count(env) == 0
+    async with env.db.session() as s:
+        items = str((await profile(s, env.user_id))["items"]).lower()
+    assert "blue" not in items and "green" not in items
 
 
 async def test_confirm_is_a_link_and_forgetting_it_only_detaches(env: Env) -> None:
