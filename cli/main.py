@@ -247,8 +247,7 @@ def scenarios(
     root = data_dir or Path(tempfile.mkdtemp(prefix="lomo-scenarios-"))
     result = run(
         root / "stack",
-        chosen,
-        tuple(lang or LANGS),
+        [(s, lg) for s in chosen for lg in (lang or LANGS)],
         faults=faults,
         postgres=postgres,
         seed=seed,

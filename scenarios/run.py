@@ -86,29 +86,28 @@ def play(st: stacks.Stack, story: Story, lang: str) -> Figures:
 
 def run(
     data_dir: Path,
-    stories: Sequence[Story],
-    langs: Sequence[str] = LANGS,
+    plays: Sequence[tuple[Story, str]],
     faults: bool = False,
     postgres: bool = False,
     seed: int = 15,
     write: Callable[[str], None] = lambda s: None,
+    ports: dict[str, int] | None = None,
 ) -> Result:
     result = Result()
-    st = stacks.start(data_dir, postgres=postgres, seed=seed)
+    st = stacks.start(data_dir, postgres=postgres, seed=seed, ports=ports)
     injector = Injector(st, seed) if faults else None
     try:
         write(f"stack up in {data_dir} ({'postgres' if postgres else 'sqlite'})\n")
         if injector is not None:
             injector.start()
-        for story in stories:
-            for lang in langs:
-                f = play(st, story, lang)
-                result.rows.append((story.name, lang, f))
-                write(row(story.name, lang, f) + "\n")
-                for why in f.why[:12]:
-                    write(f"    {why}\n")
-                if f.failure:
-                    write(f"    FAILED: {f.failure}\n")
+        for story, lang in plays:
+            f = play(st, story, lang)
+            result.rows.append((story.name, lang, f))
+            write(row(story.name, lang, f) + "\n")
+            for why in f.why[:12]:
+                write(f"    {why}\n")
+            if f.failure:
+                write(f"    FAILED: {f.failure}\n")
     finally:
         if injector is not None:
             injector.stop()

@@ -21,8 +21,10 @@ from typing import Any
 
 import httpx
 
-# Below the ephemeral range, so no dev server's random port takes ours (see tests/helpers).
-PORT_RANGE = (20000, 30000)
+# Below the ephemeral range, so no dev server's random port takes ours, and below the
+# slices tests/helpers hands out (20000-32000), so a run beside the test suite is safe.
+PORT_RANGE = (12000, 19000)
+PARTS = ("api", "temporal", "temporal_ui", "sim")
 DAY = 86400.0
 
 
@@ -171,11 +173,14 @@ class Stack:
         return str(r.json()["token"])
 
 
-def start(data_dir: Path, postgres: bool = False, seed: int = 0) -> Stack:
+def start(
+    data_dir: Path, postgres: bool = False, seed: int = 0, ports: dict[str, int] | None = None
+) -> Stack:
+    """`ports` (api, temporal, temporal_ui, sim, postgres) default to free ones."""
     rng = random.Random(seed ^ os.getpid())
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = {k: free_port(rng) for k in ("api", "temporal", "temporal_ui", "sim")}
-    pg = PrivatePostgres(data_dir.parent / f"{data_dir.name}-pg" / "data", free_port(rng))
+    ports = ports or {k: free_port(rng) for k in (*PARTS, "postgres")}
+    pg = PrivatePostgres(data_dir.parent / f"{data_dir.name}-pg" / "data", ports["postgres"])
     url = pg.start() if postgres else None
     log = data_dir.parent / f"{data_dir.name}-lomo-up.log"
     proc = subprocess.Popen(
