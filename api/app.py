@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api import errors
-from api.limits import BodyLimit, body_limit
+from api.limits import BodyLimit, RateLimit, StreamSlots, body_limit
 from api.routes import (
     budget,
     callbacks,
@@ -58,6 +58,7 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = Database(settings.resolved_database_url)
     app.state.assets = make_asset_store(settings)
+    app.state.streams = StreamSlots(settings.max_sse_per_person)
     if temporal is not None:
         fixed = temporal
 
@@ -86,5 +87,9 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     app.include_router(budget.router)
     app.include_router(memory_routes.router)
     app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
+    # Outermost: a token over its rate costs neither a body read nor a DB lookup.
+    app.add_middleware(
+        RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
+    )
     mount_web(app)
     return app

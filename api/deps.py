@@ -76,6 +76,10 @@ def require_admin(
         raise Unauthorized("admin token required")
 
 
+# Integers compared with or stored in INTEGER columns: larger ones are refused as bad
+# input (422) instead of overflowing the database driver (a 500).
+MAX_DB_INT = 2**31 - 1
+
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 DbDep = Annotated[Database, Depends(get_db)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]

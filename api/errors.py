@@ -7,10 +7,25 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from lomo.errors import Conflict, InvalidInput, LomoError, NotFound, TooLarge, Unauthorized
+from lomo.errors import (
+    Conflict,
+    InvalidInput,
+    LomoError,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    Unauthorized,
+)
 
 # Most specific first: the first class an error is an instance of decides.
-STATUS = {TooLarge: 413, NotFound: 404, Conflict: 409, InvalidInput: 400, Unauthorized: 401}
+STATUS = {
+    TooLarge: 413,
+    NotFound: 404,
+    Conflict: 409,
+    InvalidInput: 400,
+    Unauthorized: 401,
+    RateLimited: 429,
+}
 
 
 def error_body(code: str, detail: str, **extra: object) -> dict[str, object]:
@@ -22,6 +37,8 @@ def install(app: FastAPI) -> None:
     async def _lomo(_: Request, exc: LomoError) -> JSONResponse:
         status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if isinstance(exc, RateLimited):
+            headers = {"Retry-After": str(exc.extra["retry_after_seconds"])}
         return JSONResponse(
             error_body(exc.code, exc.detail, **exc.extra), status_code=status, headers=headers
         )

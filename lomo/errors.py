@@ -7,6 +7,7 @@
     ├── InvalidInput               input the domain refuses (API answers 400/422)
     │   └── TooLarge               a body or upload over its size limit (413)
     ├── Unauthorized               missing or bad credentials
+    ├── RateLimited                over a rate or connection limit (429, Retry-After)
     └── ModelError                 the model provider failed or answered nonsense
         └── ModelOutputError       the model's output cannot be used (non-retryable)
 
@@ -49,6 +50,13 @@ class TooLarge(InvalidInput):
 
 class Unauthorized(LomoError):
     code = "unauthorized"
+
+
+class RateLimited(LomoError):
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after_seconds: int, **extra: Any) -> None:
+        super().__init__(detail, retry_after_seconds=retry_after_seconds, **extra)
 
 
 class ModelError(LomoError):

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from api.deps import DbDep, SettingsDep, TemporalDep
@@ -11,10 +11,23 @@ from api.dispatch import signal_generation
 from api.flow_dispatch import signal_flow_node
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
-from lomo.signing import verify
+from lomo.signing import refusal
 from money.orders import record_job_state
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
+
+
+class JobReport(BaseModel):
+    """A job report as the upstream sends it; bounded so no value can break a column."""
+
+    model_config = ConfigDict(extra="allow")
+    job_id: str = Field(min_length=1, max_length=80)
+    status: str = Field(min_length=1, max_length=20)
+    progress: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    seq: int | None = Field(default=None, ge=-1, le=2**31 - 1)
+    idempotency_key: str | None = Field(default=None, max_length=120)
+    result_url: str | None = None
+    error: str | None = None
 
 
 @router.post("/callbacks")
@@ -26,34 +39,44 @@ async def callback(
     x_lomo_signature: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
     body = await request.body()
-    if not verify(settings.callback_secret.get_secret_value(), body, x_lomo_signature):
-        raise Unauthorized("bad or missing X-Lomo-Signature")
+    refused = refusal(
+        settings.callback_secret.get_secret_value(),
+        body,
+        x_lomo_signature,
+        settings.callback_max_age_seconds,
+    )
+    if refused:
+        raise Unauthorized(refused)
     try:
-        ev = json.loads(body)
-        job_id, status = str(ev["job_id"]), str(ev["status"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise InvalidInput(f"malformed callback: {e}") from e
+        report = JobReport.model_validate_json(body)
+    except ValidationError as e:
+        raise InvalidInput(f"malformed callback: {e.errors()[0]['msg']}") from e
+    ev = report.model_dump()
+    job_id, status = report.job_id, report.status
     async with db.session() as s:
         order = await s.scalar(
             select(GenerationOrder)
             .where(GenerationOrder.upstream_job_id == job_id)
             .with_for_update()
         )
-        if order is None and ev.get("idempotency_key"):
+        if order is None and report.idempotency_key:
             # A job whose id was never recorded: its submit was unclear, so its order is
             # (or will be) failed and refunded, never adopted. Acknowledge, change nothing.
             unclear = await s.scalar(
                 select(GenerationOrder.id).where(
-                    GenerationOrder.idempotency_key == str(ev["idempotency_key"]),
+                    GenerationOrder.idempotency_key == report.idempotency_key,
                     GenerationOrder.upstream_job_id.is_(None),
                 )
             )
             if unclear is not None:
                 return {"ok": True, "changed": False}
-        if order is None:
+        key = report.idempotency_key
+        if order is None or (key is not None and key != order.idempotency_key):
+            # The upstream echoes the key the order was submitted with: a report whose key
+            # names another order (another person's job) is refused like an unknown job.
             raise NotFound(f"no order for job {job_id}")
         changed, became_terminal = await record_job_state(
-            s, order, status, float(ev.get("progress", 0)), ev.get("seq"), ev, settings
+            s, order, status, report.progress, report.seq, ev, settings
         )
         task_id, order_id, final = order.task_id, order.id, order.status
         order_key = order.idempotency_key

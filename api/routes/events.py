@@ -2,22 +2,42 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
-from api.deps import DbDep, UserDep
+from api.deps import MAX_DB_INT, DbDep, UserDep
+from api.limits import StreamSlots
+from lomo.errors import InvalidInput, RateLimited
 from lomo.events import events_after
 
 router = APIRouter(prefix="/v1", tags=["events"])
 POLL_SECONDS = 0.25
 KEEPALIVE_EVERY = 60  # polls between comment lines that keep proxies from closing the stream
+STREAM_RETRY_SECONDS = 10  # Retry-After when every stream slot of the person is taken
+
+
+class _LeasedStream(StreamingResponse):
+    """Gives the person's stream slot back however the response ends (also when the
+    client leaves before the first event, when the generator never started)."""
+
+    def __init__(self, body: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(body, media_type="text/event-stream")
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 @router.get("/events")
 async def stream(
+    request: Request,
     user: UserDep,
     db: DbDep,
     last_event_id: Annotated[str | None, Header()] = None,
@@ -25,8 +45,20 @@ async def stream(
     once: bool = False,
 ) -> StreamingResponse:
     """SSE; resumes after `Last-Event-ID` (or `?after=`). The DB log is the source, so an
-    api restart loses nothing. `once=true` returns what exists and closes (for scripts)."""
-    start = after if after is not None else int(last_event_id or 0)
+    api restart loses nothing. `once=true` returns what exists and closes (for scripts).
+    A person holds at most `max_sse_per_person` open streams per api process."""
+    try:
+        start = after if after is not None else int(last_event_id or 0)
+    except ValueError as e:
+        raise InvalidInput("Last-Event-ID must be an event id (a whole number)") from e
+    if not 0 <= start <= MAX_DB_INT:
+        raise InvalidInput(f"an event id is between 0 and {MAX_DB_INT}")
+    slots: StreamSlots = request.app.state.streams
+    if not slots.acquire(user.id):
+        raise RateLimited(
+            f"{slots.per_person} event streams are open for this person; close one first",
+            retry_after_seconds=STREAM_RETRY_SECONDS,
+        )
 
     async def gen() -> AsyncIterator[str]:
         seq, idle = start, 0
@@ -50,4 +82,4 @@ async def stream(
                     yield ": keepalive\n\n"
                 await asyncio.sleep(POLL_SECONDS)
 
-    return StreamingResponse(gen(), media_type="text/event-stream")
+    return _LeasedStream(gen(), lambda: slots.release(user.id))

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from api.deps import AssetsDep, DbDep, SettingsDep, UserDep
+from api.deps import MAX_DB_INT, AssetsDep, DbDep, SettingsDep, UserDep
 from lomo.db.models import ObjectVersion, WorkObject
 from lomo.errors import InvalidInput, NotFound, TooLarge
 from lomo.events import append_event
@@ -22,6 +22,7 @@ from workspace.cards import request_delete
 from workspace.edits import parse_edits
 
 router = APIRouter(prefix="/v1/objects", tags=["objects"])
+Version = Annotated[int | None, Query(ge=1, le=MAX_DB_INT)]
 
 
 class ObjectIn(BaseModel):
@@ -32,12 +33,12 @@ class ObjectIn(BaseModel):
 
 
 class WriteIn(BaseModel):
-    base_version: int = Field(ge=1)
+    base_version: int = Field(ge=1, le=MAX_DB_INT)
     content: dict[str, Any]
 
 
 class EditIn(BaseModel):
-    base_version: int | None = Field(default=None, ge=1)
+    base_version: int | None = Field(default=None, ge=1, le=MAX_DB_INT)
     edits: list[dict[str, Any]] | None = None  # documents
     nodes: dict[str, dict[str, Any] | None] | None = None  # flows
 
@@ -102,9 +103,7 @@ async def create(
 
 
 @router.get("/{object_id}")
-async def get(
-    object_id: str, user: UserDep, db: DbDep, version: int | None = None
-) -> dict[str, Any]:
+async def get(object_id: str, user: UserDep, db: DbDep, version: Version = None) -> dict[str, Any]:
     async with db.session() as s:
         o, v = await store.get_version(s, user.id, object_id, version)
         return {
@@ -196,7 +195,7 @@ async def delete(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
 
 @router.get("/{object_id}/blob")
 async def blob(
-    object_id: str, user: UserDep, db: DbDep, assets: AssetsDep, version: int | None = None
+    object_id: str, user: UserDep, db: DbDep, assets: AssetsDep, version: Version = None
 ) -> Response:
     async with db.session() as s:
         _, v = await store.get_version(s, user.id, object_id, version)

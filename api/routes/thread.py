@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from api.deps import DbDep, UserDep
+from api.deps import MAX_DB_INT, DbDep, UserDep
 from lomo.db.models import Event, MessageRow
 
 router = APIRouter(prefix="/v1", tags=["thread"])
@@ -14,14 +14,19 @@ THREAD_EVENTS = ("message.received", "task.reply", "task.created", "task.status"
 
 
 @router.get("/thread")
-async def thread(user: UserDep, db: DbDep, after: int = 0, limit: int = 200) -> dict[str, Any]:
+async def thread(
+    user: UserDep,
+    db: DbDep,
+    after: Annotated[int, Query(ge=0, le=MAX_DB_INT)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
     async with db.session() as s:
         rows = list(
             await s.scalars(
                 select(Event)
                 .where(Event.user_id == user.id, Event.seq > after, Event.type.in_(THREAD_EVENTS))
                 .order_by(Event.seq)
-                .limit(min(max(limit, 1), 1000))
+                .limit(limit)
             )
         )
         ids = [e.data["message_id"] for e in rows if e.type == "message.received"]
