@@ -24,6 +24,7 @@ from lomo.db.models import Card, MessageRow, Task, TaskObject
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
+from lomo.telemetry import MESSAGES_ROUTED
 from money.catalogue import catalogue_text
 from money.policy import set_autonomy
 from routing.cards import NEW_OPTION
@@ -336,6 +337,7 @@ class RoutingActivities:
             "message.routed",
             {"message_id": msg.id, "decision": plan.decision, "task_id": plan.task_id},
         )
+        MESSAGES_ROUTED.labels(plan.decision).inc()
         return plan
 
     def all(self) -> list[Any]:

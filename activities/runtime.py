@@ -22,6 +22,7 @@ from lomo import clock
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
+from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import exclusions, memory_for_context, record_usage
 from workflows.types import (
     TERMINAL_TASK_STATUSES,
@@ -140,6 +141,7 @@ class RuntimeActivities:
             await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
             await s.flush()
             n = await _steps_upto(s, inp.task_id, None)
+        MODEL_STEPS.inc()
         return _decision(resp, self.policy.closing(n))
 
     # --- tools ----------------------------------------------------------------------
@@ -205,6 +207,7 @@ class RuntimeActivities:
                     self.deps.settings.tool_output_inline_chars,
                 )
             call.status, call.result, call.updated_at = res.status, record, now()
+        TOOL_CALLS.labels(name, res.status).inc()
         return _outcome(res.status, record)
 
     @activity.defn(name="set_task_status")

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from api import errors
-from api.limits import BodyLimit, RateLimit, StreamSlots, body_limit
+from api.limits import BodyLimit, body_limit
 from api.routes import (
     budget,
     callbacks,
@@ -19,6 +21,7 @@ from api.routes import (
     flows,
     health,
     messages,
+    metrics,
     objects,
     session,
     tasks,
@@ -27,6 +30,7 @@ from api.routes import (
     users,
 )
 from api.routes import memory as memory_routes
+from lomo import telemetry
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
@@ -34,7 +38,9 @@ from web import mount as mount_web
 from workspace.blobs import make_asset_store
 
 
-def _lazy_temporal(settings: Settings) -> Callable[[], Awaitable[Client]]:
+def _lazy_temporal(
+    settings: Settings, provider: TracerProvider | None
+) -> Callable[[], Awaitable[Client]]:
     """Connect on first use so the api starts (and answers /healthz) before Temporal does."""
     lock = asyncio.Lock()
     client: list[Client] = []
@@ -42,13 +48,26 @@ def _lazy_temporal(settings: Settings) -> Callable[[], Awaitable[Client]]:
     async def get() -> Client:
         async with lock:
             if not client:
-                client.append(await connect(settings))
+                client.append(
+                    await connect(
+                        settings,
+                        telemetry.temporal_runtime(),
+                        telemetry.temporal_interceptors(provider),
+                    )
+                )
         return client[0]
 
     return get
 
 
-def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    temporal: Client | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> FastAPI:
+    """`tracer_provider`: tests pass an in-memory one; else traces follow LOMO_OTEL_ENDPOINT."""
+    provider = tracer_provider or telemetry.tracer_provider(settings, "lomo-api")
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -58,7 +77,6 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = Database(settings.resolved_database_url)
     app.state.assets = make_asset_store(settings)
-    app.state.streams = StreamSlots(settings.max_sse_per_person)
     if temporal is not None:
         fixed = temporal
 
@@ -67,7 +85,7 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
 
         app.state.temporal = given
     else:
-        app.state.temporal = _lazy_temporal(settings)
+        app.state.temporal = _lazy_temporal(settings, provider)
     errors.install(app)
     for r in (
         health,
@@ -87,9 +105,8 @@ def create_app(settings: Settings, temporal: Client | None = None) -> FastAPI:
     app.include_router(budget.router)
     app.include_router(memory_routes.router)
     app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
-    # Outermost: a token over its rate costs neither a body read nor a DB lookup.
-    app.add_middleware(
-        RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
-    )
+    app.include_router(metrics.router)
+    if provider is not None:
+        FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)
     mount_web(app)
     return app

@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.registry import build_activities
+from lomo import telemetry
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from lomo.temporal import connect
@@ -35,7 +36,11 @@ def make_worker(client: Client, settings: Settings, activities: list[Any]) -> Wo
 async def run_worker(settings: Settings) -> None:
     db = Database(settings.resolved_database_url)
     async with httpx.AsyncClient(timeout=30.0) as http:
-        client = await connect(settings)
+        provider = telemetry.tracer_provider(settings, "lomo-worker")
+        client = await connect(
+            settings, telemetry.temporal_runtime(), telemetry.temporal_interceptors(provider)
+        )
+        telemetry.serve_metrics(settings.worker_metrics_port, settings.host)
         worker = make_worker(client, settings, build_activities(settings, db, http))
         log.info("worker polling %s on %s", settings.task_queue, settings.resolved_temporal_address)
         try:

@@ -63,12 +63,6 @@ class Settings(BaseSettings):
     rate_limit_burst: int = 200  # requests a token may make at once before the rate applies
     max_sse_per_person: int = 8  # open /v1/events streams per person
     callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
-    # Hostile input (README "Limits and forgery"). Rate and stream limits are counted in
-    # each api process: with N replicas behind a balancer a token gets up to N times these.
-    rate_limit_per_minute: int = 1200  # requests per bearer token, refilled evenly; 0 = off
-    rate_limit_burst: int = 200  # requests a token may make at once before the rate applies
-    max_sse_per_person: int = 8  # open /v1/events streams per person
-    callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
     max_steps_per_turn: int = 8
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
@@ -102,6 +96,11 @@ class Settings(BaseSettings):
     restart_initial_seconds: float = 0.5
     restart_max_seconds: float = 30.0
     restart_reset_seconds: float = 60.0
+
+    # Observability (README "Observability"): OTLP/HTTP traces go to this collector when
+    # set (off by default); the worker serves Prometheus metrics on this port (0 = off).
+    otel_endpoint: str | None = None
+    worker_metrics_port: int = 9464
 
     # Routing (issue 4)
     embedder: Literal["usem", "fake"] = "usem"  # "fake": seeded hash embedder for tests

@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
+from temporalio.runtime import Runtime
 
 from lomo.errors import ConfigError
 from lomo.settings import Settings
@@ -70,7 +72,16 @@ def start_dev_server(
     )
 
 
-async def connect(settings: Settings) -> Client:
+async def connect(
+    settings: Settings,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Client:
+    """`runtime`: one whose metrics are exported (lomo/telemetry.py); `interceptors`: the
+    tracing interceptor when traces are on (workers built on this client inherit it)."""
     return await Client.connect(
-        settings.resolved_temporal_address, namespace=settings.temporal_namespace
+        settings.resolved_temporal_address,
+        namespace=settings.temporal_namespace,
+        runtime=runtime,
+        interceptors=interceptors,
     )

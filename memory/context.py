@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
+from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
 from memory.chains import latest_profile
 from memory.models import Evidence, Memory, MemoryLink, MemoryUsage, MemoryVersion
 from memory.services import get_services
@@ -152,6 +153,15 @@ async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> 
 async def memory_for_context(
     deps: MemoryDeps, user_id: str, task_id: str, query: str
 ) -> MemoryContext:
+    start = time.monotonic()
+    ctx = await _retrieve(deps, user_id, task_id, query)
+    MEMORY_RETRIEVAL.observe(time.monotonic() - start)
+    if ctx.degraded:
+        DEGRADATIONS.labels("memory").inc()
+    return ctx
+
+
+async def _retrieve(deps: MemoryDeps, user_id: str, task_id: str, query: str) -> MemoryContext:
     timeout = deps.settings.memory_timeout_seconds
     start = time.monotonic()
     try:

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from lomo import clock
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
+from lomo.telemetry import MONEY_CENTS
 from money.models import Account, LedgerEntry
 
 INITIAL_KEY = "initial-credit"
@@ -116,6 +117,7 @@ async def _entry(
     )
     s.add(e)
     await s.flush()
+    MONEY_CENTS.labels(kind).inc(amount)
     await append_event(
         s,
         acc.user_id,

@@ -22,6 +22,7 @@ from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
+from lomo.telemetry import ORDERS
 from money.ledger import close_reservation, lock_account, reserve
 from money.policy import authorize
 
@@ -128,6 +129,7 @@ async def place_order(
     )
     s.add(order)
     await s.flush()
+    ORDERS.labels("created").inc()
     await reserve(s, acc, order, decision.grant)  # checked above, under the same lock
     return Placed(order, new=True)
 
@@ -163,11 +165,13 @@ async def record_job_id(s: AsyncSession, order_id: str, job_id: str) -> None:
         .where(GenerationOrder.id == order_id, GenerationOrder.upstream_job_id.is_(None))
         .values(upstream_job_id=job_id, updated_at=now())
     )
-    await s.execute(
+    moved = await s.execute(
         update(GenerationOrder)
         .where(GenerationOrder.id == order_id, GenerationOrder.status == "created")
         .values(status="submitted", updated_at=now())
     )
+    if getattr(moved, "rowcount", 0):
+        ORDERS.labels("submitted").inc()
 
 
 def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
@@ -202,6 +206,8 @@ def apply_job_state(
     if ORDER_RANK.get(status, -1) < ORDER_RANK[order.status]:
         return False
     changed = status != order.status or progress > order.progress
+    if status != order.status:
+        ORDERS.labels(status).inc()
     order.status = status
     order.progress = max(order.progress, progress)
     if seq is not None:

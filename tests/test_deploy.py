@@ -97,6 +97,30 @@ def test_expected_services_and_wiring() -> None:
         assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
 
 
+def test_prometheus_scrapes_the_api_and_every_worker() -> None:
+    services = _load_compose()["services"]
+    prom = services["prometheus"]
+    mounted = [v.split(":")[0] for v in prom["volumes"]]
+    assert "./deploy/prometheus.yml" in mounted
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert jobs["lomo-api"]["static_configs"][0]["targets"] == ["api:8000"]
+    port = int(services["worker"]["environment"]["LOMO_WORKER_METRICS_PORT"])
+    assert jobs["lomo-worker"]["dns_sd_configs"][0] == {
+        "names": ["worker"],
+        "type": "A",
+        "port": port,
+    }
+    # The api serves /metrics on the port the compose file publishes.
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from lomo.settings import Settings
+
+    r = TestClient(create_app(Settings())).get("/metrics")
+    assert r.status_code == 200 and "lomo_model_steps_total" in r.text
+
+
 def test_lomo_service_commands_exist_in_cli() -> None:
     import typer.main
 

@@ -14,6 +14,7 @@ from lomo.db.models import MessageRow
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.telemetry import MESSAGES_ROUTED
 from money.policy import set_autonomy
 from routing.deterministic import resolve_target
 from workspace.store import get_object, link_task
@@ -112,6 +113,7 @@ async def accept_message(
     # message that the same client_message_id can push again.
     if direct and task_id:
         await deliver_to_task(temporal, task_id, msg.id)
+        MESSAGES_ROUTED.labels("deterministic").inc()
     else:
         await route_via_main(temporal, settings, user.id, msg.id)
     # Memory extraction runs beside the task, in the person's MemoryWorkflow.
