@@ -1,13 +1,15 @@
 """Waiting is free: N tasks parked on generation jobs with one worker process.
 
-    .venv/bin/python bench/parked_tasks.py [--tasks 500] [--window 30]
+    .venv/bin/python bench/parked_tasks.py [--tasks 500] [--window 30] [--checkpoints 1000,5000]
 
 Starts a Temporal dev server, the generation simulator (jobs held far longer than the
 run) and one real `lomo worker` process with the offline model; starts N lightweight
 image tasks straight on their workflows; waits until every task is parked on its job;
 then reports the worker's resident memory (idle, and with N parked), the history events
 and Temporal actions each parked task cost to get there, and what a parked task costs
-while it waits (events and model calls over a window: both should be zero).
+while it waits (events and model calls over a window: both should be zero). With
+`--checkpoints` it prints the worker's RSS at each count on the way (the trend: the SDK's
+default workflow cache keeps at most 1,000 workflows, so memory should level off there).
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ from temporalio.client import Client
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
 from lomo.db.models import ModelStep, Task
+from lomo.ids import new_id
 from lomo.settings import Settings
 from lomo.temporal import start_dev_server
 from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, free_port
-from tests.runtime_support import kill, new_user, spawn_worker, start_task, worker_env
+from tests.runtime_support import add_message, kill, new_user, spawn_worker, worker_env
+from workflows.task import TaskWorkflow
+from workflows.types import TaskInput
 
 # Events that Temporal Cloud bills as actions (a parked task should add none).
 ACTION_EVENTS = {
@@ -49,6 +54,13 @@ ACTION_EVENTS = {
 
 
 WARMUP = 20
+
+
+async def add_task(db: Database, user: str, text: str) -> tuple[str, str]:
+    tid = new_id("tsk")
+    async with db.session() as s:
+        s.add(Task(id=tid, user_id=user, kind="lightweight", status="running", goal=text))
+    return tid, await add_message(db, user, tid, text)
 
 
 async def _parked(db: Database) -> int:
@@ -75,7 +87,7 @@ async def _connect(address: str) -> Client:
     raise RuntimeError("temporal did not start")
 
 
-async def main(n: int, window: float) -> None:
+async def main(n: int, window: float, checkpoints: list[int]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lomo-parked-"))
     port = free_port()
     server = start_dev_server(None, "127.0.0.1", port, None, tmp / "temporal.log")
@@ -100,7 +112,8 @@ async def main(n: int, window: float) -> None:
                 LOMO_MODEL_PROVIDER="offline",
                 LOMO_GENERATION_WAIT_SECONDS="3600",  # no compensating poll in the window
                 # Every image within the free amounts: no price card parks a task elsewhere.
-                LOMO_DAILY_FREE_CENTS="1000000",
+                LOMO_DAILY_FREE_CENTS="100000000",
+                LOMO_INITIAL_CREDIT_CENTS="100000000",
             )
             worker = spawn_worker(env, tmp / "worker.log")
             await asyncio.sleep(8)  # imports and first poll
@@ -108,17 +121,24 @@ async def main(n: int, window: float) -> None:
             user = await new_user(db)
             handles: list[Any] = []
 
-            async def park(count: int) -> None:
-                for _ in range(count):
-                    _, h = await start_task(
-                        client,
-                        db,
-                        "bench",
-                        user,
-                        f"Generate an image of cat {len(handles)}",
-                        generation_wait_seconds=3600.0,
+            gate = asyncio.Semaphore(8)  # workflow starts in flight at once
+            writing = asyncio.Lock()  # one SQLite writer in this process
+
+            async def start_one(n: int) -> None:
+                async with gate:
+                    async with writing:
+                        tid, mid = await add_task(db, user, f"Generate an image of cat {n}")
+                    h = await client.start_workflow(
+                        TaskWorkflow.run,
+                        TaskInput(tid, user, "lightweight", mid, generation_wait_seconds=3600.0),
+                        id=f"task:{tid}",
+                        task_queue="bench",
                     )
-                    handles.append(h)
+                handles.append(h)
+
+            async def park(count: int) -> None:
+                base = len(handles)
+                await asyncio.gather(*(start_one(base + i) for i in range(count)))
                 while await _parked(db) < len(handles):  # noqa: ASYNC110 (polls the DB)
                     await asyncio.sleep(1)
 
@@ -126,7 +146,13 @@ async def main(n: int, window: float) -> None:
             await park(WARMUP)
             warm = rss_mb(worker.pid)
             t0 = time.monotonic()
-            await park(n - WARMUP)
+            for mark in [c for c in checkpoints if WARMUP < c < n] + [n]:
+                await park(mark - len(handles))
+                print(
+                    f"  {mark} parked after {time.monotonic() - t0:.0f} s: "
+                    f"worker RSS {rss_mb(worker.pid):.0f} MB",
+                    flush=True,
+                )
             took = time.monotonic() - t0
             loaded = rss_mb(worker.pid)
             sample = handles[:: max(1, n // 20)]
@@ -167,5 +193,7 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--tasks", type=int, default=500)
     p.add_argument("--window", type=float, default=30.0)
+    p.add_argument("--checkpoints", default="", help="counts to report RSS at, e.g. 1000,5000")
     a = p.parse_args()
-    asyncio.run(main(a.tasks, a.window))
+    marks = sorted(int(c) for c in a.checkpoints.split(",") if c)
+    asyncio.run(main(a.tasks, a.window, marks))

@@ -5,7 +5,8 @@
     a chain whose current version died falls back to its latest surviving version →
     the remaining evidence of deleted versions is replayed (re-derivation), with a
     suppression so the forgotten content is not extracted again → summaries rebuilt,
-    old profile snapshots scrubbed, profile version bumped → vectors deleted (caller,
+    old profile snapshots scrubbed, task goals, segment summaries and stored contexts that
+    quoted it scrubbed (memory/scrub.py), profile version bumped → vectors deleted (caller,
     after commit) → agent outputs that used deleted versions are excluded (context.py).
 
 Idempotent per forget id (the card id): a retry returns the recorded result, so the
@@ -38,6 +39,7 @@ from memory.models import (
     Summary,
     Suppression,
 )
+from memory.scrub import scrub_quotes
 from memory.text import text_hash, tokens
 
 _REPLAYABLE = ("ORIGIN", "REFINE", "CONFIRM", "CHANGE", "CORRECT")
@@ -208,6 +210,7 @@ async def forget(
         touched.task_ids.add(summary.task_id)
     deleted_memories = await _fall_back(s, affected_memories, now, touched)
     await _scrub_profiles(s, user_id, deleted_ids)
+    await scrub_quotes(s, user_id, evidence, text, now, deleted_ids)
     await s.flush()
     # Re-derive: the still-usable evidence of deleted versions, replayed in time order.
     replay_ids = {
