@@ -62,7 +62,8 @@ class ExportLog(Tool):
     )
 
     async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
-        lines, size = [], 0
+        lines: list[str] = []
+        size = 0
         while size < BIG_CHARS:
             lines.append(f"entry {len(lines):06d}: frame rendered, colour check ok")
             size += len(lines[-1])
