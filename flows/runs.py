@@ -183,6 +183,19 @@ def run_view(run: FlowRun, nodes: dict[str, FlowRunNode]) -> dict[str, Any]:
     }
 
 
+async def _outputs(s: AsyncSession, run: FlowRun) -> list[str]:
+    """The results nobody in the flow consumes (e.g. the final edit): node → asset."""
+    ver = await s.get(ObjectVersion, (run.flow_id, run.version))
+    nodes = dict(((ver.content if ver else None) or {}).get("nodes") or {})
+    used = {i for n in nodes.values() for i in n.get("inputs", [])}
+    rows = await node_rows(s, run.id)
+    return [
+        f"{n} → {rows[n].object_id}"
+        for n in sorted(nodes)
+        if n not in used and n in rows and rows[n].object_id
+    ]
+
+
 async def progress_lines(s: AsyncSession, task_id: str, limit: int = 3) -> list[str]:
     """What a task's dynamic context says about its flow runs (newest first)."""
     runs = list(
@@ -209,6 +222,8 @@ async def progress_lines(s: AsyncSession, task_id: str, limit: int = 3) -> list[
         stale = [n for n, v in view["nodes"].items() if v["stale"]]
         if stale:
             line += f"; stale (the flow changed after they ran): {', '.join(stale[:10])}"
+        if run.status == "succeeded":
+            line += f"; results: {', '.join(await _outputs(s, run))}"
         if run.status == "waiting_price" and run.card_id:
             line += f"; waiting for the person's price card {run.card_id}"
         lines.append(line)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from llm.standin.film import film_step, is_film_task
 from llm.standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 from llm.types import (
     Message,
@@ -83,6 +84,9 @@ class OfflineModel:
         person = person_texts(request.messages)
         if forget := forget_step(request, person):
             return forget
+        if is_film_task(" ".join(person)):
+            text = " ".join(person)
+            return film_step(request, detect_language(text), text)
         if is_poster_task(request, " ".join(person)):
             lang = detect_language(" ".join(person))
             latest = person[-1] if person else ""
