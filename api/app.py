@@ -13,6 +13,7 @@ from temporalio.client import Client
 
 from api import errors
 from api.limits import BodyLimit, body_limit
+from api.ratelimit import RateLimit, StreamSlots
 from api.routes import (
     budget,
     callbacks,
@@ -77,6 +78,7 @@ def create_app(
     app.state.settings = settings
     app.state.db = Database(settings.resolved_database_url)
     app.state.assets = make_asset_store(settings)
+    app.state.streams = StreamSlots(settings.max_sse_per_person)
     if temporal is not None:
         fixed = temporal
 
@@ -105,6 +107,10 @@ def create_app(
     app.include_router(budget.router)
     app.include_router(memory_routes.router)
     app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
+    # Outermost: a token over its rate costs neither a body read nor a DB lookup.
+    app.add_middleware(
+        RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
+    )
     app.include_router(metrics.router)
     if provider is not None:
         FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)

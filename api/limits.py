@@ -1,24 +1,29 @@
-"""Limits in front of the api (README "Limits and forgery").
+"""Request bodies in front of the api (README "Limits and forgery").
 
-A request body over the limit is refused before it is read (413 with the error body),
-so an oversized upload costs no memory and stores nothing. The largest body the api takes
-is an asset upload: its bytes as base64 (4/3) plus the JSON around them.
+The body is read here, whole, before the app sees the request: one over the limit is
+refused with 413 and the documented error body (a declared Content-Length over it without
+reading a byte), so an oversized upload stores nothing. The largest body the api takes is
+an asset upload: its bytes as base64 (4/3) plus the JSON around them. The app would read
+the whole body anyway (every body is JSON), so holding it here costs no extra memory.
 
-Requests are rate limited per bearer token with a token bucket held in this process: no
-shared store sits on the hot path, and each replica protects itself. Behind a balancer
-with N replicas a token may get up to N times the configured rate; the settings are per
-replica (divide by N, or route by token to make it exact)."""
+A NUL character anywhere in the path, the query or a JSON string of the body is refused
+with 400: Postgres cannot store one in text (a 500 deep inside otherwise), and no person
+means one. Both checks run before the app acts, so nothing is half done."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import time
+import re
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ENVELOPE = 64 * 1024
+# "\u0000" after an even run of backslashes (an odd run makes it literal text).
+NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+NUL_BODY: dict[str, object] = {
+    "error": "invalid_input",
+    "detail": "the request contains a NUL character (\\u0000), which cannot be stored",
+}
 
 
 def body_limit(max_upload_bytes: int) -> int:
@@ -35,39 +40,60 @@ class BodyLimit:
             return
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            await _refuse(send, int(length), self.limit)
+            await _too_large(send, int(length), self.limit)
             return
-        seen = 0
-
-        async def counted() -> dict[str, object]:
-            # Chunked bodies have no length up front: count as they arrive.
-            nonlocal seen
+        if _has_nul_in_url(scope):
+            await send_error(send, 400, NUL_BODY, [])
+            return
+        chunks, seen = [], 0
+        while True:  # chunked bodies have no length up front: count as they arrive
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLong()
-            return dict(message)
+            if message["type"] != "http.request":
+                return  # the client left before its body was complete
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await _too_large(send, seen, self.limit)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if b"\x00" in body or NUL_ESCAPE.search(body):
+            await send_error(send, 400, NUL_BODY, [(b"connection", b"close")])
+            return
+        await self.app(scope, _replay(body, receive), send)
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLong:
-            await _refuse(send, seen, self.limit)
+
+def _has_nul_in_url(scope: Scope) -> bool:
+    query: bytes = scope.get("query_string", b"").lower()
+    return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
 
 
-class _TooLong(Exception):
-    pass
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The whole body as one message, then the real channel (disconnects)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
-async def _refuse(send: Send, size: int, limit: int) -> None:
+async def _too_large(send: Send, size: int, limit: int) -> None:
     detail = f"the request body is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB"
     body = {"error": "too_large", "detail": detail, "limit_bytes": limit}
-    await _send_error(send, 413, body, [(b"connection", b"close")])
+    await send_error(send, 413, body, [(b"connection", b"close")])
 
 
-async def _send_error(
+async def send_error(
     send: Send, status: int, body: dict[str, object], headers: list[tuple[bytes, bytes]]
 ) -> None:
+    """The api's error body (API.md) from below the app."""
     await send(
         {
             "type": "http.response.start",
@@ -76,79 +102,3 @@ async def _send_error(
         }
     )
     await send({"type": "http.response.body", "body": json.dumps(body).encode()})
-
-
-class TokenBuckets:
-    """`burst` requests at once, then `per_minute` evenly, per key."""
-
-    MAX_KEYS = 100_000  # past this, full buckets are dropped (they equal a fresh one)
-
-    def __init__(self, per_minute: int, burst: int) -> None:
-        self.rate, self.burst = per_minute / 60.0, float(max(burst, 1))
-        self.buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
-
-    def take(self, key: str, now: float | None = None) -> float:
-        """0 when the request may pass, else the seconds until it could."""
-        now = time.monotonic() if now is None else now
-        tokens, at = self.buckets.get(key, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.rate)
-        if tokens >= 1:
-            self.buckets[key] = (tokens - 1, now)
-            self._prune(now)
-            return 0.0
-        self.buckets[key] = (tokens, now)
-        return (1 - tokens) / self.rate
-
-    def _prune(self, now: float) -> None:
-        if len(self.buckets) > self.MAX_KEYS:
-            full = self.burst / self.rate
-            self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < full}
-
-
-class RateLimit:
-    """429 `rate_limited` with Retry-After once a bearer token has spent its bucket.
-    Requests without a bearer token (health, the web page, signed callbacks) pass."""
-
-    def __init__(self, app: ASGIApp, per_minute: int, burst: int) -> None:
-        self.app, self.buckets = app, TokenBuckets(per_minute, burst)
-        self.on = per_minute > 0
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        auth = dict(scope.get("headers", [])).get(b"authorization", b"")
-        if scope["type"] != "http" or not self.on or not auth.lower().startswith(b"bearer "):
-            await self.app(scope, receive, send)
-            return
-        # Keyed by a digest: the table never holds a usable token.
-        key = hashlib.sha256(auth[7:].strip()).hexdigest()
-        wait = self.buckets.take(key)
-        if wait <= 0:
-            await self.app(scope, receive, send)
-            return
-        retry = max(1, math.ceil(wait))
-        body = {
-            "error": "rate_limited",
-            "detail": f"too many requests with this token; retry in {retry} s",
-            "retry_after_seconds": retry,
-        }
-        await _send_error(send, 429, body, [(b"retry-after", str(retry).encode())])
-
-
-class StreamSlots:
-    """Open event streams per person in this process (per replica, like the rate)."""
-
-    def __init__(self, per_person: int) -> None:
-        self.per_person = per_person
-        self.open: dict[str, int] = {}
-
-    def acquire(self, person: str) -> bool:
-        if self.open.get(person, 0) >= self.per_person:
-            return False
-        self.open[person] = self.open.get(person, 0) + 1
-        return True
-
-    def release(self, person: str) -> None:
-        left = self.open.get(person, 0) - 1
-        if left > 0:
-            self.open[person] = left
-        else:
-            self.open.pop(person, None)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated
@@ -10,9 +11,9 @@ from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from api.deps import MAX_DB_INT, DbDep, UserDep
-from api.limits import StreamSlots
+from api.ratelimit import StreamSlots
 from lomo.errors import InvalidInput, RateLimited
-from lomo.events import events_after
+from lomo.events import BELL, events_after
 
 router = APIRouter(prefix="/v1", tags=["events"])
 POLL_SECONDS = 0.25
@@ -63,23 +64,29 @@ async def stream(
     async def gen() -> AsyncIterator[str]:
         seq, idle = start, 0
         while True:
-            async with db.session() as s:
-                rows = await events_after(s, user.id, seq)
-            for e in rows:
-                seq = e.seq
-                payload = {
-                    "seq": e.seq,
-                    "type": e.type,
-                    "data": e.data,
-                    "at": e.created_at.isoformat(),
-                }
-                yield f"id: {e.seq}\nevent: {e.type}\ndata: {json.dumps(payload)}\n\n"
-            if once and not rows:
-                return
-            if not rows:
-                idle += 1
-                if idle % KEEPALIVE_EVERY == 0:
-                    yield ": keepalive\n\n"
-                await asyncio.sleep(POLL_SECONDS)
+            bell = BELL.waiter(user.id)
+            try:
+                async with db.session() as s:
+                    rows = await events_after(s, user.id, seq)
+                for e in rows:
+                    seq = e.seq
+                    payload = {
+                        "seq": e.seq,
+                        "type": e.type,
+                        "data": e.data,
+                        "at": e.created_at.isoformat(),
+                    }
+                    yield f"id: {e.seq}\nevent: {e.type}\ndata: {json.dumps(payload)}\n\n"
+                if once and not rows:
+                    return
+                if not rows:
+                    idle += 1
+                    if idle % KEEPALIVE_EVERY == 0:
+                        yield ": keepalive\n\n"
+                    # Woken at once by a commit in this process; the poll finds the rest.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(bell.wait(), POLL_SECONDS)
+            finally:
+                BELL.forget(user.id, bell)
 
     return _LeasedStream(gen(), lambda: slots.release(user.id))

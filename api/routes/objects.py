@@ -50,7 +50,7 @@ def _summary(o: WorkObject) -> dict[str, Any]:
 def _asset_bytes(content: dict[str, Any], limit: int) -> tuple[dict[str, Any], bytes, str]:
     """Split an asset upload into its stored content (without the bytes) and the bytes."""
     media_type = content.get("media_type")
-    if not isinstance(media_type, str) or "/" not in media_type:
+    if not isinstance(media_type, str) or "/" not in media_type or len(media_type) > 80:
         raise InvalidInput("an asset needs a 'media_type' such as image/png")
     try:
         data = base64.b64decode(str(content.get("data_base64", "")), validate=True)

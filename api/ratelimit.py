@@ -1,0 +1,94 @@
+"""Rate per bearer token and open event streams per person (README "Limits and forgery").
+
+Both are counted in this process: no shared store sits on every request's path, and each
+replica protects its own event loop and connection pool, which is what they are for. Behind
+a balancer with N replicas a token may get up to N times the configured rate, and a person
+N times the streams; the settings are per replica (divide by N, or route by token to make
+them exact). A DB-backed counter would be exact across replicas but costs a write on every
+request, on the same database the requests are protecting."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.limits import send_error
+
+
+class TokenBuckets:
+    """`burst` requests at once, then `per_minute` evenly, per key."""
+
+    MAX_KEYS = 100_000  # past this, full buckets are dropped (they equal a fresh one)
+
+    def __init__(self, per_minute: int, burst: int) -> None:
+        self.rate, self.burst = per_minute / 60.0, float(max(burst, 1))
+        self.buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
+
+    def take(self, key: str, now: float | None = None) -> float:
+        """0 when the request may pass, else the seconds until it could."""
+        now = time.monotonic() if now is None else now
+        tokens, at = self.buckets.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        if tokens >= 1:
+            self.buckets[key] = (tokens - 1, now)
+            self._prune(now)
+            return 0.0
+        self.buckets[key] = (tokens, now)
+        return (1 - tokens) / self.rate
+
+    def _prune(self, now: float) -> None:
+        if len(self.buckets) > self.MAX_KEYS:
+            full = self.burst / self.rate
+            self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < full}
+
+
+class RateLimit:
+    """429 `rate_limited` with Retry-After once a bearer token has spent its bucket.
+    Requests without a bearer token (health, the web page, signed callbacks) pass."""
+
+    def __init__(self, app: ASGIApp, per_minute: int, burst: int) -> None:
+        self.app, self.buckets = app, TokenBuckets(per_minute, burst)
+        self.on = per_minute > 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        auth = dict(scope.get("headers", [])).get(b"authorization", b"")
+        if scope["type"] != "http" or not self.on or not auth.lower().startswith(b"bearer "):
+            await self.app(scope, receive, send)
+            return
+        # Keyed by a digest: the table never holds a usable token.
+        key = hashlib.sha256(auth[7:].strip()).hexdigest()
+        wait = self.buckets.take(key)
+        if wait <= 0:
+            await self.app(scope, receive, send)
+            return
+        retry = max(1, math.ceil(wait))
+        body = {
+            "error": "rate_limited",
+            "detail": f"too many requests with this token; retry in {retry} s",
+            "retry_after_seconds": retry,
+        }
+        await send_error(send, 429, body, [(b"retry-after", str(retry).encode())])
+
+
+class StreamSlots:
+    """Open event streams per person in this process (per replica, like the rate)."""
+
+    def __init__(self, per_person: int) -> None:
+        self.per_person = per_person
+        self.open: dict[str, int] = {}
+
+    def acquire(self, person: str) -> bool:
+        if self.open.get(person, 0) >= self.per_person:
+            return False
+        self.open[person] = self.open.get(person, 0) + 1
+        return True
+
+    def release(self, person: str) -> None:
+        left = self.open.get(person, 0) - 1
+        if left > 0:
+            self.open[person] = left
+        else:
+            self.open.pop(person, None)
