@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import psycopg
 from temporalio.client import Client
 
@@ -16,6 +20,7 @@ from lomo.temporal import start_dev_server
 from tests.helpers import free_port
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def fresh_pg(prefix: str = "lomo_b") -> tuple[str, str]:
@@ -60,3 +65,67 @@ def row(name: str, ms: Sequence[float], extra: str = "") -> str:
 
 
 HEADER = "| system | n | p50 ms | p99 ms | mean ms | note |\n|---|---|---|---|---|---|"
+
+
+class Embedded:
+    """The embedded stack as `lomo up` runs it, minus the supervisor: the dev server on a
+    SQLite file, the SQLite DB, the api and (optionally) a worker as their own processes."""
+
+    def __init__(self, tmp: Path, worker: bool = True, **env: str) -> None:
+        self.tmp, self.with_worker, self.extra = tmp, worker, env
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.db_url = f"sqlite+aiosqlite:///{tmp / 'lomo.db'}"
+        self.api_url = ""
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOMO_")}
+        env.update(
+            LOMO_DATA_DIR=str(self.tmp),
+            LOMO_DATABASE_URL=self.db_url,
+            LOMO_TEMPORAL_ADDRESS=self.address,
+            LOMO_API_PORT=str(self.api_port),
+            LOMO_MODEL_PROVIDER="offline",
+            LOMO_WORKER_METRICS_PORT="0",
+            **self.extra,
+        )
+        return env
+
+    def __enter__(self) -> Embedded:
+        from lomo.db.migrate import upgrade
+
+        server, self.address = dev_server(self.tmp)
+        self.procs.append(server)
+        upgrade(self.db_url)
+        self.api_port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.api_port}"
+        for cmd in (["api"], ["worker"]) if self.with_worker else (["api"],):
+            log = (self.tmp / f"{cmd[0]}.log").open("ab")
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "cli.main", *cmd],
+                    cwd=ROOT,
+                    env=self.env(),
+                    stdout=log,
+                    stderr=log,
+                )
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.api_url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("the api did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()

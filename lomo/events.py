@@ -1,11 +1,20 @@
-"""The per-user, append-only event log with a gap-free monotonic sequence."""
+"""The per-user, append-only event log with a gap-free monotonic sequence.
+
+`BELL` wakes this process's event streams as soon as a transaction that appended an event
+for their person commits (a callback handled by the api reaches its SSE clients at once);
+events written by other processes (the worker) are found by the streams' polling.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from lomo.db.models import Event, User
 
@@ -24,7 +33,51 @@ async def append_event(
         raise LookupError(f"no user {user_id}")
     session.add(Event(user_id=user_id, seq=seq, type=type_, data=data))
     await session.flush()
+    rings: set[str] = session.sync_session.info.setdefault("lomo_rings", set())
+    if not rings:
+        event.listen(session.sync_session, "after_commit", _ring_after_commit, once=True)
+    rings.add(user_id)
     return int(seq)
+
+
+class Bell:
+    """Per-person wake-ups for waiters on any event loop of this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
+            defaultdict(set)
+        )
+
+    def waiter(self, user_id: str) -> asyncio.Event:
+        """Register before reading the log, wait after: a commit in between still wakes."""
+        ev = asyncio.Event()
+        with self._lock:
+            self._waiters[user_id].add((asyncio.get_running_loop(), ev))
+        return ev
+
+    def forget(self, user_id: str, ev: asyncio.Event) -> None:
+        with self._lock:
+            waiters = self._waiters.get(user_id, set())
+            for item in [w for w in waiters if w[1] is ev]:
+                waiters.discard(item)
+            if not waiters:
+                self._waiters.pop(user_id, None)
+
+    def ring(self, user_id: str) -> None:
+        with self._lock:
+            waiters = list(self._waiters.get(user_id, ()))
+        for loop, ev in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(ev.set)
+
+
+BELL = Bell()
+
+
+def _ring_after_commit(session: Session) -> None:
+    for user_id in session.info.pop("lomo_rings", set()):
+        BELL.ring(user_id)
 
 
 async def events_after(

@@ -1,0 +1,107 @@
+"""Callback → SSE: from the upstream's signed callback POST until a connected event-stream
+client has the event.
+
+    .venv/bin/python bench/callback_sse.py [--callbacks 200]
+
+The embedded stack's api as its own process (SQLite DB, dev server on a SQLite file); one
+person with an order whose job is running upstream; a client holds `GET /v1/events` open;
+the bench posts signed progress callbacks one after another (as the simulator does) and
+measures each from the POST's start to the `generation.progress` event on the stream. The
+api wakes its streams when a transaction that appended an event for their person commits
+(lomo/events.py `BELL`); without that they poll every 0.25 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+
+from bench.support import HEADER, Embedded, row
+from lomo.auth import create_user
+from lomo.db.engine import Database
+from lomo.db.models import GenerationOrder, Task
+from lomo.ids import new_id
+from lomo.settings import EMBEDDED_CALLBACK_SECRET
+from lomo.signing import sign
+
+WARMUP = 10
+
+
+async def run(stack: Embedded, callbacks: int) -> list[str]:
+    db = Database(stack.db_url)
+    async with db.session() as s:
+        user, token = await create_user(s, "bench")
+        task = Task(id=new_id("tsk"), user_id=user.id, kind="lightweight", status="running")
+        s.add(task)
+        await s.flush()
+        order = GenerationOrder(
+            id=new_id("ord"),
+            workspace_id=user.id,
+            task_id=task.id,
+            idempotency_key=f"{task.id}:1:1:0",
+            kind="image",
+            model="bench",
+            params={},
+            upstream_job_id="job-bench",
+            status="running",
+            progress=0.0,
+            last_seq=-1,
+        )
+        s.add(order)
+    await db.dispose()
+    auth = {"Authorization": f"Bearer {token}"}
+    seen: dict[float, float] = {}  # progress → when the stream had it
+    times: list[float] = []
+    async with httpx.AsyncClient(base_url=stack.api_url, timeout=30) as http:
+
+        async def listen() -> None:
+            async with http.stream("GET", "/v1/events", headers=auth) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data: "):
+                        ev = json.loads(line[6:])
+                        if ev["type"] == "generation.progress":
+                            seen[round(ev["data"]["progress"], 6)] = time.perf_counter()
+
+        listener = asyncio.create_task(listen())
+        await asyncio.sleep(1)
+        for n in range(WARMUP + callbacks):
+            progress = round((n + 1) / (WARMUP + callbacks + 1), 6)
+            body = json.dumps(
+                {"job_id": "job-bench", "status": "running", "progress": progress, "seq": n}
+            ).encode()
+            headers = {
+                "x-lomo-signature": sign(EMBEDDED_CALLBACK_SECRET, body),
+                "content-type": "application/json",
+            }
+            t0 = time.perf_counter()
+            r = await http.post("/v1/generation/callbacks", content=body, headers=headers)
+            assert r.status_code == 200 and r.json()["changed"], r.text
+            while progress not in seen:  # noqa: ASYNC110 (the listener fills it)
+                await asyncio.sleep(0.0005)
+            if n >= WARMUP:
+                times.append((seen[progress] - t0) * 1000)
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+    return [row("callback POST → SSE event", times, "target p50 ≤ 50 ms")]
+
+
+def main(callbacks: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="lomo-sse-"))
+    with Embedded(tmp, worker=False) as stack:
+        lines = [HEADER, *asyncio.run(run(stack, callbacks))]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--callbacks", type=int, default=200)
+    main(p.parse_args().callbacks)
