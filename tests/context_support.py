@@ -162,6 +162,7 @@ class Run:
     runtime: RuntimeActivities
     segments: SegmentActivities
     memory: MemoryActivities
+    token: str
     opening: str = OPENING
     env: ActivityEnvironment = field(default_factory=ActivityEnvironment)
 
@@ -242,7 +243,7 @@ async def context_run(
         deps = ToolDeps(db=db, http=http, assets=AssetStore(tmp / "assets"), settings=settings)
         tools = build_tools(deps) | {"export_log": ExportLog()}
         async with db.session() as s:
-            user, _ = await create_user(s, "context-tester")
+            user, token = await create_user(s, "context-tester")
             task_id = new_id("tsk")
             s.add(
                 Task(id=task_id, user_id=user.id, kind="persistent", status="running", goal=opening)
@@ -258,6 +259,7 @@ async def context_run(
                 RuntimeActivities(deps, provider, tools),
                 SegmentActivities(deps, provider),
                 MemoryActivities(deps, provider),
+                token,
                 opening,
             )
         finally:

@@ -9,18 +9,22 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import httpx
 from sqlalchemy import select
+from temporalio.client import Client
 
 from activities.context_tools import PREVIEW_CHARS
 from activities.segments import step_line
+from api.app import create_app
 from lomo.db.context import ContextSegment, ToolOutput
 from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
 from memory.forget import forget
 from tests.context_support import OPENING, Policy, cached_share, context_run
+from tests.helpers import ThreadServer
 
-TURN, SEGMENT, RECENT, STEPS = 6, 5, 4, 45
+TURN, SEGMENT, RECENT, STEPS = 6, 5, 4, 46  # the last step closes no segment
 EXPORT_AT, MEMORY_AT, EDIT_AT, PROFILE_AT = (5, 30), 13, 20, 24
 PAGE = 4000
 
@@ -58,6 +62,16 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
             await run.step(n, said)
         steps = await run.steps()
         bodies = _task_bodies(run.app)
+        # What the person's API shows of the last context: layers with tokens and caching.
+        app = create_app(run.settings, temporal=cast(Client, object()))
+        with ThreadServer(app) as srv:
+            async with httpx.AsyncClient(base_url=srv.url, timeout=60) as api:
+                r = await api.get(
+                    f"/v1/tasks/{run.task_id}/context",
+                    headers={"Authorization": f"Bearer {run.token}"},
+                )
+        assert r.status_code == 200, r.text
+        shown = r.json()
         async with run.db.session() as s:
             calls = {
                 c.call_id: c
@@ -117,7 +131,23 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
     for g in segments:  # shorter than the one line per step it replaces
         lines = [step_line(st, msgs, by_use) for st in steps[g.first_step : g.last_step + 1]]
         assert 0 < len(g.text) < len("\n".join(lines)), g.text
-    # 6. The cache, as the API would report it: after the first step most input is read.
+    # 6. GET /v1/tasks/{id}/context: each layer's tokens and whether the cache serves it.
+    names = [layer["name"] for layer in shown["layers"]]
+    assert names == [
+        "stable_prefix",
+        "loaded_tools",
+        "segment_summaries",
+        "recent_messages",
+        "dynamic_tail",
+    ]
+    cached = {layer["name"]: layer["cached"] for layer in shown["layers"]}
+    assert cached["stable_prefix"] is True and cached["segment_summaries"] is True
+    assert cached["recent_messages"] == "partly" and cached["dynamic_tail"] is False
+    assert all(layer["tokens"] > 0 for layer in shown["layers"])
+    assert shown["loaded_domains"] == ["documents", "memory"]
+    assert 0 < shown["tool_tokens"]["loaded"] < shown["tool_tokens"]["core"]
+    assert shown["usage"]["cache_read_input_tokens"] > 0
+    # 7. The cache, as the API would report it: after the first step most input is read.
     shares = [cached_share(st) for st in steps]
     assert shares[0] == 0.0
     assert sum(shares[1:]) / (STEPS - 1) > 0.5, shares

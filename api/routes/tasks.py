@@ -98,10 +98,23 @@ async def get_context(task_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
         if last is None:
             raise NotFound(f"task {task_id} has not called the model yet")
         layers = last.context["layers"]
+        prefix = last.context.get("prefix", {})
         return {
+            # Each layer: name, text, tokens and `cached` (true: the same bytes as the step
+            # before, so the prompt cache serves it; "partly": the history up to that step).
             "layers": layers,
             "tools": last.context.get("tools", []),
             "total_tokens": sum(int(layer["tokens"]) for layer in layers),
+            "turn": last.turn,
+            "step": last.step,
+            "loaded_domains": prefix.get("domains", []),
+            "tool_tokens": {
+                "core": prefix.get("core_tool_tokens", 0),
+                "loaded": prefix.get("loaded_tool_tokens", 0),
+            },
+            "prefix_changes": prefix.get("changes", []),
+            # What the model provider reported for that request (prompt-cache reads/writes).
+            "usage": last.response.get("usage", {}),
         }
 
 
