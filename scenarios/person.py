@@ -229,6 +229,39 @@ class Person:
         return {"action": str(want or "confirm")}
 
     # -- the person's other ways in --------------------------------------------------
+    def create_flow(self, name: str, nodes: dict[str, Any]) -> str:
+        body = {"type": "flow", "name": name, "content": {"nodes": nodes}}
+        r = self.request("POST", "/v1/objects", json=body)
+        if r.status_code != 201:
+            raise ScenarioFailure(f"flow refused: {r.status_code} {r.text[:300]}")
+        return str(r.json()["object_id"])
+
+    def edit_flow(self, flow_id: str, base_version: int, nodes: dict[str, Any]) -> int:
+        r = self.request(
+            "PATCH", f"/v1/objects/{flow_id}", json={"base_version": base_version, "nodes": nodes}
+        )
+        if r.status_code != 200:
+            raise ScenarioFailure(f"flow edit refused: {r.status_code} {r.text[:300]}")
+        return int(r.json()["version"])
+
+    def runs(self, flow_id: str) -> list[dict[str, Any]]:
+        return self.get(f"/v1/objects/{flow_id}/runs")["runs"]
+
+    def wait_run(self, flow_id: str, pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + self.within
+        while time.monotonic() < deadline:
+            runs = self.runs(flow_id)
+            if runs and pred(runs[0]):
+                return runs[0]
+            time.sleep(0.2)
+        raise ScenarioFailure(f"the run of {flow_id} never got there: {self.runs(flow_id)[:1]}")
+
+    def simulator(self, **faults: Any) -> None:
+        """The vendor's pace (the person cannot change it; the harness sets the scene)."""
+        url = f"{self.stack.sim_url}/sim/faults"
+        r = httpx.post(url, json=faults, timeout=10) if faults else httpx.delete(url, timeout=10)
+        r.raise_for_status()
+
     def days_pass(self, days: float) -> None:
         self.stack.days_pass(days)
 

@@ -2,7 +2,6 @@
 (which work, which decision a good router makes), which questions they expect, and how
 many days pass in between. A story only drives; `figures.measure` judges afterwards.
 
-A story that needs flow runs (issue 12) is added here like any other once they exist.
 """
 
 from __future__ import annotations
@@ -152,6 +151,94 @@ def correct_then_forget(p: Person) -> None:
     p.until("teapot", _artifacts(1))
 
 
+FILM = _t(
+    "Make a short film from my storyboard {flow}",
+    "Mach einen Kurzfilm aus meinem Storyboard {flow}",
+)
+SHOTS = {
+    "en": ("a lighthouse at dusk", "waves against the rocks", "the lamp turning on", "a boat"),
+    "de": (
+        "ein Leuchtturm in der Dämmerung",
+        "Wellen an den Felsen",
+        "die Lampe geht an",
+        "ein Boot",
+    ),
+}
+RAINY = _t("the lamp turning on, in the rain", "die Lampe geht an, im Regen")
+
+
+def storyboard(lang: str, shots: int) -> dict[str, object]:
+    nodes: dict[str, object] = {
+        f"shot{n + 1}": {
+            "type": "video",
+            "params": {"prompt": SHOTS[lang][n], "duration_s": 2},
+            "inputs": [],
+        }
+        for n in range(shots)
+    }
+    nodes["cut"] = {"type": "edit", "params": {"prompt": "final cut"}, "inputs": list(nodes)}
+    return nodes
+
+
+def _film_ready(p: Person, flow: str) -> Callable[[Task], bool]:
+    """Done when the task said so after a run that left nothing stale."""
+
+    def ready(t: Task) -> bool:
+        runs = p.runs(flow)
+        clean = bool(runs) and runs[0]["status"] == "succeeded"
+        clean = clean and not any(n["stale"] for n in runs[0]["nodes"].values())
+        return clean and t["status"] in ("completed", "waiting_user") and not has_open("price")(t)
+
+    return ready
+
+
+def _run_status(p: Person, flow: str) -> str:
+    runs = p.runs(flow)
+    return str(runs[0]["status"]) if runs else ""
+
+
+def short_film(p: Person) -> None:
+    """A storyboard (three shots and a cut) becomes a short film: one price card for the
+    whole run, and the task says when it is ready without being poked."""
+    flow = p.create_flow("storyboard", storyboard(p.lang, 3))
+    p.say(FILM[p.lang].format(flow=flow), "film", "new")
+    p.until("film", _film_ready(p, flow), answers={"price": "confirm"})
+    run = p.runs(flow)[0]
+    if run["progress"]["done"] != 4:
+        raise ScenarioFailure(f"the film run did not make every node: {run['progress']}")
+
+
+def edit_flow_mid_run(p: Person) -> None:
+    """The person rewrites a shot while the agent's run is making the film: the shot that
+    already ran is stale, and the agent redoes exactly that part (and the cut) by itself,
+    asking once more for the price of just those."""
+    flow = p.create_flow("storyboard", storyboard(p.lang, 4))
+    p.simulator(latency_scale=30)  # a slow vendor: each clip takes seconds
+    try:
+        p.say(FILM[p.lang].format(flow=flow), "film", "new")
+        p.until("film", lambda t: _run_status(p, flow) == "running", answers={"price": "confirm"})
+        p.wait_run(flow, lambda r: r["nodes"].get("shot3", {}).get("status") in ("running", "done"))
+        p.edit_flow(
+            flow,
+            1,
+            {
+                "shot3": {
+                    "type": "video",
+                    "params": {"prompt": RAINY[p.lang], "duration_s": 2},
+                    "inputs": [],
+                }
+            },
+        )
+    finally:
+        p.simulator()
+    p.until("film", _film_ready(p, flow), answers={"price": "confirm"})
+    runs = p.runs(flow)
+    if len(runs) < 2 or runs[0]["progress"]["reused"] < 3:
+        raise ScenarioFailure(
+            f"the stale part was not redone alone: {[r['progress'] for r in runs]}"
+        )
+
+
 @dataclass(frozen=True)
 class Story:
     name: str
@@ -165,6 +252,6 @@ STORIES = (
     Story("three-tasks", three_tasks),
     Story("resume-last-week", resume_by_description),
     Story("correct-forget", correct_then_forget, short=True),
+    Story("short-film", short_film),
+    Story("edit-flow-mid-run", edit_flow_mid_run),
 )
-# Waiting for issue 12 (flow runs): "short film from a storyboard", "edit a flow while
-# the agent works on it".
