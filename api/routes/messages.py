@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter
@@ -111,13 +112,17 @@ async def accept_message(
             )
     # Persisted first (evidence), handed over second: a crash in between leaves a pending
     # message that the same client_message_id can push again.
-    if direct and task_id:
-        await deliver_to_task(temporal, task_id, msg.id)
-        MESSAGES_ROUTED.labels("deterministic").inc()
-    else:
-        await route_via_main(temporal, settings, user.id, msg.id)
-    # Memory extraction runs beside the task, in the person's MemoryWorkflow.
-    await request_extraction(temporal, settings, user.id, msg.id)
+    # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
+    # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
+    extraction = asyncio.create_task(request_extraction(temporal, settings, user.id, msg.id))
+    try:
+        if direct and task_id:
+            await deliver_to_task(temporal, task_id, msg.id)
+            MESSAGES_ROUTED.labels("deterministic").inc()
+        else:
+            await route_via_main(temporal, settings, user.id, msg.id)
+    finally:
+        await extraction
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 
 
