@@ -20,6 +20,7 @@ from memory.candidates import Candidate
 from memory.cards import request_forget_card
 from memory.chains import Touched, apply_candidate
 from memory.context import memory_for_context
+from memory.episodes import write_episodes
 from memory.extraction import extract_message, finish
 from memory.forget import forget
 from memory.models import Evidence, ForgetRecord, Memory, MemoryVersion
@@ -66,6 +67,8 @@ class MemoryActivities:
         except (ModelOutputError, NotFound) as e:
             raise ApplicationError(str(e), non_retryable=True) from e
         await self.services.sync_versions(self.deps.db, res.version_ids)
+        # The task summaries it touched are drafts until the model rewrote them.
+        await write_episodes(self.deps.db, self.provider, inp.user_id)
         stored = sum(1 for o in res.outcomes if o.get("outcome") not in (None, "dropped"))
         dropped = sum(1 for o in res.outcomes if o.get("outcome") == "dropped")
         return ExtractOutput(res.evidence_id, stored, dropped, res.skipped)
@@ -111,6 +114,7 @@ class MemoryActivities:
                 raise ApplicationError(str(e), non_retryable=True) from e
         await self.services.sync_versions(self.deps.db, res.version_ids_to_sync)
         await self.services.delete_memories(res.deleted_memory_ids)
+        await write_episodes(self.deps.db, self.provider, user_id)
         return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
 
     @activity.defn(name="memory_correct")

@@ -162,7 +162,7 @@ def differing_words(message: str, candidate: str) -> tuple[list[str], list[str]]
 # offline stand-in both use it for the reply language.
 _GERMAN_HINTS = re.compile(
     r"\b(generiere|erstelle|bild|einer|eines|ein|eine|der|die|das|und|bitte|mach|mir|vergiss|"
-    r"welche|unterstützt|katze|einen|meinem|meine|meinen|unser|unsere|unseres)\b|[äöüß]",
+    r"welche|unterstützt|katze|einen|meinem|meine|meinen|unser|unsere|unseres|unserer)\b|[äöüß]",
     re.IGNORECASE,
 )
 

@@ -27,6 +27,7 @@ NUDGE = {"en": "continue", "de": "weiter"}
 IDLE_GRACE_S = 8.0  # a task idle without a question this long has stalled
 QUIET_PATIENCE_S = 90.0  # a busy task silent this long has stalled (faults included)
 MAX_NUDGES = 3
+RUN_ENDED = ("succeeded", "failed", "declined")
 
 
 class ScenarioFailure(AssertionError):
@@ -200,7 +201,9 @@ class Person:
                 last_sig, changed = sig, time.monotonic()
             idle = t["status"] in ("waiting_user", *FINAL) and not open_cards
             quiet = time.monotonic() - changed
-            if (idle and quiet > IDLE_GRACE_S) or quiet > QUIET_PATIENCE_S:
+            if quiet > IDLE_GRACE_S and self._work_under_way(t):
+                changed = time.monotonic()  # the person sees progress: no reason to poke
+            elif (idle and quiet > IDLE_GRACE_S) or quiet > QUIET_PATIENCE_S:
                 if nudges == MAX_NUDGES or t["status"] in ("stopped", "failed", "archived"):
                     break
                 nudges += 1
@@ -216,6 +219,17 @@ class Person:
             f"checklist {[(i['title'], i['status']) for i in t['checklist']]}, "
             f"cards {[(c['kind'], c['status']) for c in t['cards']]}"
         )
+
+    def _work_under_way(self, t: Task) -> bool:
+        """Jobs the task waits on, or a flow run of the task still going: the task will be
+        woken when they end, so the person waits as they would watching the app."""
+        if t["waiting_on"]:
+            return True
+        for flow in self.get("/v1/objects", type="flow")["objects"]:
+            for run in self.runs(flow["object_id"]):
+                if run["task_id"] == t["task_id"] and run["status"] not in RUN_ENDED:
+                    return True
+        return False
 
     @staticmethod
     def _reply_to(card: dict[str, Any], answers: dict[str, Any]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from sqlalchemy import select
 import money.models  # noqa: F401  (create_all needs every area's tables)
 import routing.models  # noqa: F401
 import workspace.models  # noqa: F401
+from llm.standin.summarize import episode
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
@@ -58,6 +59,8 @@ class GraphExtractor:
         self.ops: dict[str, tuple[str, str, str, str, str]] = {}
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose == "summarize_episode":  # task summaries: the offline writer
+            return episode(request)
         text = request.messages[-1].content[0].text  # type: ignore[union-attr]
         word = text.split()[1]
         op, key, kind, scope = self.ops[word][:4]

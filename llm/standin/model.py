@@ -72,10 +72,10 @@ class OfflineModel:
             from llm.standin.summarize import summarize
 
             return summarize(request)
-        if request.purpose == "summarize":
-            from llm.standin.summarize import summarize
+        if request.purpose == "summarize_episode":
+            from llm.standin.summarize import episode
 
-            return summarize(request)
+            return episode(request)
         if request.purpose == "extract":
             # Memory extraction rules live with the memory service.
             from llm.standin.extract import offline_extract

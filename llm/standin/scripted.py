@@ -25,7 +25,7 @@ class ScriptedProvider:
     def __init__(
         self,
         script: Iterable[ScriptStep],
-        unscripted: tuple[str, ...] = ("extract", "summarize"),
+        unscripted: tuple[str, ...] = ("extract", "summarize", "summarize_episode"),
     ) -> None:
         self._script: list[ScriptStep] = list(script)
         self._next = 0

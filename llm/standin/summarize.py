@@ -1,5 +1,6 @@
-"""The offline stand-in's segment summaries: deterministic and shorter than the step lines
-it is given (one line per step: `turn T step S: person said '…'; tool → status; replied '…'`)."""
+"""The offline stand-in's summaries, deterministic and shorter than what they summarize:
+segment summaries of step lines (`turn T step S: person said '…'; tool → status; replied
+'…'`) and episodic summaries of a task's memory facts."""
 
 from __future__ import annotations
 
@@ -49,5 +50,27 @@ def summarize(request: ModelRequest) -> ModelResponse:
         content=[TextBlock(text=text)],
         stop_reason="end_turn",
         usage=Usage(input_tokens=source // 4, output_tokens=len(text) // 4 + 1),
+        model="lomo-offline",
+    )
+
+
+_STOP = frozenset(
+    "a an the and or of to in on is are be it this that for at as with "
+    "ein eine der die das und oder von zu im ist sind es dies diese für als mit".split()
+)
+
+
+def episode(request: ModelRequest) -> ModelResponse:
+    """An episodic summary: each fact kept in its own words, without filler words."""
+    text = " ".join(b.text for m in request.messages for b in m.content if isinstance(b, TextBlock))
+    facts = [f.strip() for f in re.split(r"(?<=[.!?])\s+", text) if f.strip()]
+    short = [" ".join(w for w in f.rstrip(".!?").split() if w.lower() not in _STOP) for f in facts]
+    out = "Episode: " + "; ".join(x for x in short if x) + "."
+    if len(out) >= len(text):
+        out = text
+    return ModelResponse(
+        content=[TextBlock(text=out)],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=len(text) // 4, output_tokens=len(out) // 4 + 1),
         model="lomo-offline",
     )
