@@ -1,4 +1,4 @@
-"""Flow run activities (all I/O of `workflows/flow_run.py`) and the `run_flow` tool.
+"""Flow run activities: all I/O of `workflows/flow_run.py` (the tool is `flow_tools.py`).
 
 A node goes through the same money layer as a task's own paid call: quote (catalogue),
 authorize + reserve (`place_order`), the one submit (`submit_order`), then the order's
@@ -9,7 +9,6 @@ activity after a killed worker finds its order and never orders twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -17,6 +16,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.flow_rows import (
+    changed_since,
+    current_nodes,
+    emit_node,
+    emit_run,
+    end_run,
+    fail_row,
+    leaf_digests,
+    order_args,
+    plan_of,
+    price_of,
+)
 from activities.generation import GenerationActivities, submit_order
 from activities.heartbeat import heartbeating
 from activities.toolkit import ToolDeps
@@ -24,10 +35,8 @@ from flows import runs
 from flows.errors import FlowError
 from flows.graph import (
     PAID,
-    Nodes,
     call_key,
     descendants,
-    digest,
     edges_of,
     node_hash,
     price_plan,
@@ -35,9 +44,8 @@ from flows.graph import (
 )
 from flows.models import FlowRun, FlowRunNode
 from lomo.cards import create_card
-from lomo.db.models import Card, GenerationOrder, ObjectVersion
+from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
-from lomo.events import append_event
 from money.catalogue import validate_request
 from money.ledger import lock_account
 from money.orders import NeedsConfirmation, OrderRequest, Refused, place_order
@@ -53,47 +61,6 @@ from workflows.flow_types import (
 )
 from workflows.types import OrderRef
 from workspace.errors import Deleted
-from workspace.store import get_version
-
-
-def order_args(node: Mapping[str, Any], inputs: list[tuple[str, str]]) -> dict[str, Any]:
-    """The generation request of a paid node: its params, plus its inputs' assets (a video
-    animates its first image input; an edit cuts its inputs in order)."""
-    args = dict(node.get("params", {}))
-    if node["type"] == "edit":
-        args.setdefault("prompt", "final edit")
-        args["clips"] = [obj for _, obj in inputs]
-    elif node["type"] in ("video", "3d"):
-        image = next((obj for t, obj in inputs if t == "image"), None)
-        if image and "reference_object_id" not in args:
-            args["reference_object_id"] = image
-    return args
-
-
-def _price(node_id: str, node: Any) -> int:
-    try:
-        return validate_request(PAID[node["type"]], order_args(node, [])).price_cents
-    except InvalidInput:
-        return 0  # refused when the node starts, naming the constraint; costs nothing
-
-
-async def _leaf_digests(s: AsyncSession, user_id: str, nodes: Nodes) -> dict[str, str]:
-    """A document node's result is its document's current text: edited text, new hash."""
-    out = {}
-    for nid, node in nodes.items():
-        if node["type"] == "document":
-            oid = str(node["params"]["object_id"])
-            try:
-                _, ver = await get_version(s, user_id, oid)
-                out[nid] = f"{oid}@{digest(ver.content)}"
-            except (NotFound, Deleted):
-                out[nid] = f"{oid}@missing"
-    return out
-
-
-async def _current(s: AsyncSession, run: FlowRun) -> tuple[int, Nodes]:
-    _, ver = await get_version(s, run.user_id, run.flow_id)
-    return ver.version, dict(ver.content.get("nodes") or {})
 
 
 def _plan_card_key(run: FlowRun) -> str:
@@ -119,14 +86,14 @@ class FlowActivities:
         async with self.deps.db.session() as s:
             run = await self._run(s, inp.run_id)
             try:
-                version, nodes = await _current(s, run)
+                version, nodes = await current_nodes(s, run)
                 order = validate_graph(nodes)
             except (FlowError, NotFound, Deleted) as e:
-                await _end(s, run, "failed", e.detail)
-                return _plan(run, "failed", [], {}, [], reason=e.detail, settings=st)
+                await end_run(s, run, "failed", e.detail)
+                return plan_of(run, "failed", [], {}, [], reason=e.detail, settings=st)
             cache = await runs.cached(s, run.flow_id)
-            leaf = await _leaf_digests(s, run.user_id, nodes)
-            plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, _price)
+            leaf = await leaf_digests(s, run.user_id, nodes)
+            plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, price_of)
             rows = await runs.node_rows(s, run.id)
             for nid in order:
                 row = rows.get(nid) or await runs.node_row(s, run.id, nid)
@@ -143,11 +110,11 @@ class FlowActivities:
             if plan.total_cents > 0:
                 status, reason = await self._authorize(s, run, plan.prices, plan.hashes)
             if status == "declined":
-                await _end(s, run, "declined", reason)
+                await end_run(s, run, "declined", reason)
             else:
                 run.status = status
-                await _emit(s, run)
-            return _plan(
+                await emit_run(s, run)
+            return plan_of(
                 run, status, order, edges_of(nodes), plan.reuse, reason=reason, settings=st
             )
 
@@ -192,7 +159,7 @@ class FlowActivities:
         mid-run); an invalid edit keeps the graph the run has (empty order)."""
         async with self.deps.db.session() as s:
             run = await self._run(s, inp.run_id)
-            version, nodes = await _current(s, run)
+            version, nodes = await current_nodes(s, run)
             try:
                 order = validate_graph(nodes)
             except FlowError:
@@ -233,7 +200,7 @@ class FlowActivities:
     async def _place(
         self, s: AsyncSession, run: FlowRun, row: FlowRunNode
     ) -> NodeOutcome | tuple[str, int]:
-        version, nodes = await _current(s, run)
+        version, nodes = await current_nodes(s, run)
         node = nodes.get(row.node_id)
         if node is None:
             row.status = "removed"
@@ -242,21 +209,21 @@ class FlowActivities:
         inputs = [rows.get(i) for i in node.get("inputs", [])]
         if any(r is None or r.status not in runs.FINISHED_NODE for r in inputs):
             return NodeOutcome("not_ready", version)  # the edit added an input: re-plan
-        leaf = (await _leaf_digests(s, run.user_id, {row.node_id: node})).get(row.node_id, "")
+        leaf = (await leaf_digests(s, run.user_id, {row.node_id: node})).get(row.node_id, "")
         h = node_hash(node, [r.hash or "" for r in inputs if r], leaf)
         row.hash, row.version, row.error = h, version, None
         hit = (await runs.cached(s, run.flow_id)).get((row.node_id, h))
         if hit is not None:
             row.status, row.object_id = "reused", hit.object_id
-            await _emit_node(s, run, row)
+            await emit_node(s, run, row)
             return NodeOutcome("done", version)
         if node["type"] == "document":
             oid = str(node["params"]["object_id"])
             if leaf.endswith("@missing"):
-                return _fail_row(row, f"document {oid} does not exist (or was deleted)", version)
+                return fail_row(row, f"document {oid} does not exist (or was deleted)", version)
             await runs.store_result(s, run.user_id, run.flow_id, row.node_id, h, oid, None)
             row.status, row.object_id = "done", oid
-            await _emit_node(s, run, row)
+            await emit_node(s, run, row)
             return NodeOutcome("done", version)
         kind = PAID[node["type"]]
         types = {i: nodes[i]["type"] for i in node.get("inputs", []) if i in nodes}
@@ -266,26 +233,26 @@ class FlowActivities:
         try:
             spec = validate_request(kind, args)
         except InvalidInput as e:
-            return _fail_row(row, e.detail, version)
+            return fail_row(row, e.detail, version)
         if run.task_id is None:
-            return _fail_row(row, "a paid node needs the run's owning task", version)
+            return fail_row(row, "a paid node needs the run's owning task", version)
         key = call_key(run.id, row.node_id, h, run.attempt)
         req = OrderRequest(run.user_id, run.task_id, key, kind, spec.name, args, spec.price_cents)
         placed = await place_order(s, req, self.deps.settings)
         if isinstance(placed, Refused):
-            return _fail_row(row, placed.reason, version)
+            return fail_row(row, placed.reason, version)
         if isinstance(placed, NeedsConfirmation):
             return NodeOutcome("needs_confirmation", version, card_id=placed.card.id)
         row.status, row.order_id = "running", placed.order.id
-        await _emit_node(s, run, row)
+        await emit_node(s, run, row)
         return placed.order.id, version
 
     async def _failed(self, inp: NodeInput, error: str, version: int) -> NodeOutcome:
         async with self.deps.db.session() as s:
             run = await self._run(s, inp.run_id)
             row = await runs.node_row(s, inp.run_id, inp.node_id)
-            out = _fail_row(row, error, version)
-            await _emit_node(s, run, row)
+            out = fail_row(row, error, version)
+            await emit_node(s, run, row)
             return out
 
     @activity.defn(name="finish_flow_node")
@@ -315,8 +282,8 @@ class FlowActivities:
                 s, run.user_id, run.flow_id, row.node_id, row.hash, order.object_id, order.id
             )
             row.status, row.object_id = "done", order.object_id
-            row.stale = await _changed_since(s, run, row)
-            await _emit_node(s, run, row)
+            row.stale = await changed_since(s, run, row)
+            await emit_node(s, run, row)
             return NodeOutcome("done", version, order_id=order.id)
 
     @activity.defn(name="close_flow_run")
@@ -329,10 +296,10 @@ class FlowActivities:
                     rows[nid].status, rows[nid].error = "blocked", "an input node failed"
             for row in rows.values():
                 if row.status in runs.FINISHED_NODE and not row.stale:
-                    row.stale = await _changed_since(s, run, row)
+                    row.stale = await changed_since(s, run, row)
             # A result built on a stale input is stale too (a re-run redoes both).
             try:
-                _, nodes = await _current(s, run)
+                _, nodes = await current_nodes(s, run)
             except (NotFound, Deleted):
                 nodes = {}  # the flow was deleted meanwhile: nothing to compare against
             stale = [n for n, r in rows.items() if r.stale]
@@ -345,7 +312,7 @@ class FlowActivities:
             status = "succeeded" if done == len(live) else "failed"
             reason = "; ".join(f"{n}: {rows[n].error}" for n in failed[:10])
             if run.status in runs.ACTIVE:
-                await _end(s, run, status, reason)
+                await end_run(s, run, status, reason)
             return RunResult(run.status, done, failed, len(live))
 
     def all(self) -> list[Any]:
@@ -356,86 +323,3 @@ class FlowActivities:
             self.finish_flow_node,
             self.close_flow_run,
         ]
-
-
-def _fail_row(row: FlowRunNode, error: str, version: int) -> NodeOutcome:
-    row.status, row.error = "failed", error[:2000]
-    return NodeOutcome("failed", version, order_id=row.order_id, error=row.error)
-
-
-async def _changed_since(s: AsyncSession, run: FlowRun, row: FlowRunNode) -> bool:
-    """The node's definition now differs from the one it ran on (or it left the flow)."""
-    if row.version is None:
-        return False
-    try:
-        _, now_nodes = await _current(s, run)
-    except (NotFound, Deleted):
-        return False
-    used = await s.get(ObjectVersion, (run.flow_id, row.version))
-    before = ((used.content if used else {}) or {}).get("nodes", {}).get(row.node_id)
-    return now_nodes.get(row.node_id) != before
-
-
-async def _end(s: AsyncSession, run: FlowRun, status: str, reason: str) -> None:
-    run.status, run.reason = status, reason[:4000]
-    run.ended_at = run.updated_at = runs.now()
-    await _emit(s, run)
-
-
-async def _emit(s: AsyncSession, run: FlowRun) -> None:
-    run.updated_at = runs.now()
-    await append_event(
-        s,
-        run.user_id,
-        "flow.run",
-        {
-            "run_id": run.id,
-            "flow_id": run.flow_id,
-            "task_id": run.task_id,
-            "status": run.status,
-            "reason": run.reason,
-        },
-    )
-
-
-async def _emit_node(s: AsyncSession, run: FlowRun, row: FlowRunNode) -> None:
-    row.updated_at = runs.now()
-    await append_event(
-        s,
-        run.user_id,
-        "flow.node",
-        {
-            "run_id": run.id,
-            "node_id": row.node_id,
-            "status": row.status,
-            "object_id": row.object_id,
-            "error": row.error,
-        },
-    )
-
-
-def _plan(
-    run: FlowRun,
-    status: str,
-    order: list[str],
-    edges: dict[str, list[str]],
-    finished: list[str],
-    *,
-    reason: str,
-    settings: Any,
-) -> FlowPlan:
-    return FlowPlan(
-        status=status,
-        flow_id=run.flow_id,
-        task_id=run.task_id,
-        version=run.version,
-        order=order,
-        edges=edges,
-        finished=finished,
-        card_id=run.card_id,
-        reason=reason,
-        max_parallel=settings.flow_max_parallel,
-        generation_wait_seconds=settings.generation_wait_seconds,
-        card_wait_seconds=settings.card_wait_seconds,
-        heartbeat_timeout_seconds=settings.heartbeat_timeout_seconds,
-    )

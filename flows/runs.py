@@ -82,6 +82,13 @@ async def open_run(s: AsyncSession, user_id: str, flow_id: str, task_id: str | N
     return await create_run(s, user_id, flow_id, obj.version, task_id)
 
 
+async def abandon(s: AsyncSession, run_id: str, reason: str) -> None:
+    """A run whose workflow could not be started: ended, so the flow can run again."""
+    run = await s.get(FlowRun, run_id, with_for_update=True)
+    if run is not None and run.status == "planning":
+        run.status, run.reason, run.ended_at = "failed", reason, now()
+
+
 async def get_run(s: AsyncSession, user_id: str, run_id: str, lock: bool = False) -> FlowRun:
     run = await s.get(FlowRun, run_id, with_for_update=lock, populate_existing=True)
     if run is None or run.user_id != user_id:

@@ -8,11 +8,15 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 from sqlalchemy import select
+from temporalio.client import Client
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
 from api.flow_dispatch import start_flow_run
 from flows import runs
 from flows.models import FlowRun
+from lomo.db.engine import Database
+from lomo.settings import Settings
+from workspace.store import get_object
 
 router = APIRouter(tags=["flows"])
 
@@ -38,13 +42,14 @@ async def start(
     async with db.session() as s:
         run = await runs.open_run(s, user.id, object_id, body.task_id if body else None)
         view = runs.run_view(run, {})
-    await start_flow_run(temporal, settings, run.id, run.attempt)
+    await _start(db, temporal, settings, run.id, run.attempt)
     return view
 
 
 @router.get("/v1/objects/{object_id}/runs")
 async def list_runs(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
     async with db.session() as s:
+        await get_object(s, user.id, object_id)  # another person's flow: 404, as unknown
         rows = await s.scalars(
             select(FlowRun)
             .where(FlowRun.user_id == user.id, FlowRun.flow_id == object_id)
@@ -72,5 +77,14 @@ async def resume(
     async with db.session() as s:
         run = await runs.resume_run(s, user.id, run_id)
         view = runs.run_view(run, await runs.node_rows(s, run.id))
-    await start_flow_run(temporal, settings, run.id, run.attempt)
+    await _start(db, temporal, settings, run.id, run.attempt)
     return view
+
+
+async def _start(db: Database, temporal: Client, settings: Settings, run_id: str, n: int) -> None:
+    try:
+        await start_flow_run(temporal, settings, run_id, n)
+    except Exception:
+        async with db.session() as s:  # never leave a run "planning" that nothing runs
+            await runs.abandon(s, run_id, "the run could not be started; try again")
+        raise

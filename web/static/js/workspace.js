@@ -3,7 +3,7 @@
 // person's text, so nothing is ever overwritten silently.
 import { ApiError, api } from "./api.js";
 import { h, replace } from "./dom.js";
-import { t } from "./i18n.js";
+import { money, t } from "./i18n.js";
 import { renderArtifact } from "./tasks.js";
 
 const MB = 1e6;
@@ -62,11 +62,48 @@ export class Workspace {
     const value = obj.type === "document" ? obj.content.text : JSON.stringify(obj.content.nodes, null, 2);
     const area = h("textarea", { name: "content", rows: 14, value });
     area.value = value;
+    const flow = obj.type === "flow";
+    this.runLine = flow ? h("div", { class: "run muted", role: "status" }) : null;
     replace(this.editor,
       h("div", { class: "editor-head" }, h("strong", {}, obj.name), " ",
         h("span", { class: "muted", dataset: { version: obj.version } }, t("version", { version: obj.version }))),
       area,
-      h("button", { class: "primary", onclick: () => this.save(area.value) }, t("save")));
+      h("button", { class: "primary", onclick: () => this.save(area.value) }, t("save")),
+      flow ? h("button", { class: "run-flow", onclick: () => this.run(obj.object_id) }, t("run_flow")) : null,
+      this.runLine);
+    if (flow) {
+      const { runs } = await api(`/v1/objects/${obj.object_id}/runs`);
+      if (runs.length) this.follow(obj.object_id, runs[0].run_id);
+    }
+  }
+
+  // A flow run: started here (POST …/runs), then followed until it ends; its price card
+  // appears with the task's cards.
+  async run(objectId) {
+    try {
+      const r = await api(`/v1/objects/${objectId}/runs`, { method: "POST", body: {} });
+      this.follow(objectId, r.run_id);
+    } catch (e) {
+      this.say(t("error", { detail: e.message }), "error");
+    }
+  }
+
+  async follow(objectId, runId) {
+    while (this.open?.object_id === objectId && this.runLine) {
+      const r = await api(`/v1/flow-runs/${runId}`);
+      const p = r.progress;
+      const nodes = (pred) => Object.entries(r.nodes).filter(([, v]) => pred(v)).map(([k]) => k).join(", ");
+      const extra = [
+        p.failed ? t("run_failed", { nodes: nodes((v) => v.status === "failed") }) : "",
+        r.status === "waiting_price" ? t("run_price", { amount: money(r.price.amount_cents) }) : "",
+        nodes((v) => v.stale) ? t("run_stale", { nodes: nodes((v) => v.stale) }) : "",
+      ].filter(Boolean).join("; ");
+      const line = t("run_line", { run: r.run_id, status: r.status, done: p.done, total: p.total });
+      replace(this.runLine, extra ? `${line}; ${extra}` : line);
+      this.runLine.dataset.status = r.status;
+      if (["succeeded", "failed", "declined"].includes(r.status)) return;
+      await new Promise((res) => setTimeout(res, 1500));
+    }
   }
 
   async save(text, base = this.open.version) {
