@@ -26,10 +26,10 @@ router = APIRouter(prefix="/v1", tags=["messages"])
 class MessageIn(BaseModel):
     text: str = Field(min_length=1)
     client_message_id: str | None = Field(default=None, max_length=200)
-    task_id: str | None = None
-    card_id: str | None = None
-    object_id: str | None = None
-    attachments: list[str] = Field(default_factory=list)
+    task_id: str | None = Field(default=None, max_length=40)
+    card_id: str | None = Field(default=None, max_length=40)
+    object_id: str | None = Field(default=None, max_length=40)
+    attachments: list[str] = Field(default_factory=list, max_length=50)
 
 
 def message_view(m: MessageRow) -> dict[str, Any]:
@@ -73,6 +73,11 @@ async def accept_message(
         # no model call, after checking the task can take the message (article §3.1).
         target = await resolve_target(s, user.id, task_id, body.card_id, body.object_id)
         task_id = target.task_id
+        # Everything the message points at must be the person's, with or without a task:
+        # another person's object is 404 and nothing is kept.
+        objects = list(dict.fromkeys(o for o in (body.object_id, *body.attachments) if o))
+        for oid in objects:
+            await get_object(s, user.id, oid)
         # A finished task (e.g. a completed lightweight one) is started again in place by
         # the main thread; the routing is still deterministic.
         direct = task_id is not None and not target.restart
@@ -100,8 +105,7 @@ async def accept_message(
             await set_autonomy(s, user.id, task_id, "ask")
         if task_id:
             # The task references what the message points at (change notices follow it).
-            for oid in dict.fromkeys(o for o in (body.object_id, *body.attachments) if o):
-                await get_object(s, user.id, oid)  # another person's object: 404, nothing kept
+            for oid in objects:
                 await link_task(s, task_id, oid)
         if direct:
             await append_event(
