@@ -66,8 +66,8 @@ async def test_refused_requests_leave_nothing_behind(
         too_long = "a" * (st.settings.max_message_chars + 1)
         assert_error(
             await api.post("/v1/messages", json={"text": too_long}, headers=auth),
-            400,
-            "invalid_input",
+            413,
+            "too_large",
         )
         assert_error(
             await api.post("/v1/tasks/tsk_nope/messages", json={"text": "hi"}, headers=auth),

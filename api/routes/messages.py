@@ -12,7 +12,7 @@ from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import deliver_to_task, route_via_main
 from api.memory_dispatch import request_extraction
 from lomo.db.models import MessageRow
-from lomo.errors import InvalidInput, NotFound
+from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.telemetry import MESSAGES_ROUTED
@@ -58,7 +58,10 @@ async def accept_message(
     channel: str = "app",
 ) -> tuple[dict[str, Any], int]:
     if len(body.text) > settings.max_message_chars:
-        raise InvalidInput(f"text is longer than {settings.max_message_chars} characters")
+        raise TooLarge(
+            f"the text has {len(body.text)} characters; the limit is {settings.max_message_chars}",
+            limit_chars=settings.max_message_chars,
+        )
     async with db.session() as s:
         if body.client_message_id:
             old = await s.scalar(
