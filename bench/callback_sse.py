@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench.support import HEADER, Embedded, row
+from bench.support import HEADER, Embedded, machine, row
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
@@ -98,7 +98,7 @@ def main(callbacks: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lomo-sse-"))
     with Embedded(tmp, worker=False) as stack:
         lines = [HEADER, *asyncio.run(run(stack, callbacks))]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join([*lines, f"machine: {machine()}"]) + "\n")
 
 
 if __name__ == "__main__":

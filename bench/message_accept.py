@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench.support import HEADER, Embedded, row
+from bench.support import HEADER, Embedded, machine, row
 from lomo.auth import create_user
 from lomo.db.engine import Database
 
@@ -80,7 +80,7 @@ def main(clients: int, users: int, messages: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lomo-accept-"))
     with Embedded(tmp, worker=True) as stack:
         lines = [HEADER, *asyncio.run(run(stack, clients, users, messages))]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join([*lines, f"machine: {machine()}"]) + "\n")
 
 
 if __name__ == "__main__":

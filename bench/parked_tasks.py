@@ -54,6 +54,7 @@ ACTION_EVENTS = {
 
 
 WARMUP = 20
+SETTLED = ("waiting_generation", "completed", "failed")
 
 
 async def add_task(db: Database, user: str, text: str) -> tuple[str, str]:
@@ -64,11 +65,15 @@ async def add_task(db: Database, user: str, text: str) -> tuple[str, str]:
 
 
 async def _parked(db: Database) -> int:
+    return (await _settled(db)).get("waiting_generation", 0)
+
+
+async def _settled(db: Database) -> dict[str, int]:
+    """Tasks by status; a task is settled once parked or ended (an overloaded submit can
+    time out, be refunded and end the task: counted, reported, not waited for)."""
     async with db.session() as s:
-        n = await s.scalar(
-            select(func.count()).select_from(Task).where(Task.status == "waiting_generation")
-        )
-    return int(n or 0)
+        rows = await s.execute(select(Task.status, func.count()).group_by(Task.status))
+    return {status: int(n) for status, n in rows.all()}
 
 
 def rss_mb(pid: int) -> float:
@@ -114,6 +119,8 @@ async def main(n: int, window: float, checkpoints: list[int]) -> None:
                 # Every image within the free amounts: no price card parks a task elsewhere.
                 LOMO_DAILY_FREE_CENTS="100000000",
                 LOMO_INITIAL_CREDIT_CENTS="100000000",
+                # A loaded machine must not turn slow submits into refunded failures.
+                LOMO_GENERATION_SUBMIT_TIMEOUT_SECONDS="120",
             )
             worker = spawn_worker(env, tmp / "worker.log")
             await asyncio.sleep(8)  # imports and first poll
@@ -139,7 +146,10 @@ async def main(n: int, window: float, checkpoints: list[int]) -> None:
             async def park(count: int) -> None:
                 base = len(handles)
                 await asyncio.gather(*(start_one(base + i) for i in range(count)))
-                while await _parked(db) < len(handles):  # noqa: ASYNC110 (polls the DB)
+                while True:
+                    by_status = await _settled(db)
+                    if sum(by_status.get(k, 0) for k in SETTLED) >= len(handles):
+                        break
                     await asyncio.sleep(1)
 
             # A warm-up batch first: first-use imports and caches are not per-task costs.
@@ -169,7 +179,11 @@ async def main(n: int, window: float, checkpoints: list[int]) -> None:
                 steps_after = await s.scalar(select(func.count()).select_from(ModelStep))
             events_per_task = sum(before) / len(before)
             actions = sum(v for k, v in kinds.items() if k in ACTION_EVENTS) / len(sample)
-            print(f"tasks parked: {n - WARMUP} in {took:.0f} s after {WARMUP} warm-up (one worker)")
+            ended = {k: v for k, v in (await _settled(db)).items() if k != "waiting_generation"}
+            print(
+                f"tasks parked: {await _parked(db)} of {n} in {took:.0f} s after {WARMUP} "
+                f"warm-up (one worker); not parked: {ended or 'none'}"
+            )
             print(
                 f"worker RSS: idle {idle:.0f} MB, {WARMUP} parked {warm:.0f} MB, {n} parked "
                 f"{loaded:.0f} MB: {(loaded - warm) * 1024 / (n - WARMUP):.1f} KB per further "

@@ -34,7 +34,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from bench import agent_step
-from bench.support import HEADER, connect, dev_server, fresh_pg, row
+from bench.support import HEADER, connect, dev_server, fresh_pg, machine, row
 
 WARMUP = 5
 
@@ -147,7 +147,7 @@ async def main(steps: int) -> None:
     finally:
         server.terminate()
         server.wait(timeout=15)
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join([*lines, f"machine: {machine()}"]) + "\n")
 
 
 if __name__ == "__main__":

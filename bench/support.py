@@ -48,6 +48,12 @@ async def connect(address: str, **kw: object) -> Client:
     raise RuntimeError("temporal did not start")
 
 
+def machine() -> str:
+    """Where a table was measured: cores and the load other processes put on them."""
+    load = os.getloadavg()[0]
+    return f"{os.cpu_count()} cores, load average {load:.1f} (1 min) at the end"
+
+
 def pct(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile of milliseconds."""
     xs = sorted(values)

@@ -59,8 +59,8 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 50 * 1024 * 1024  # one asset; its JSON body may be 4/3 + 64 KiB
     # Hostile input (README "Limits and forgery"). Rate and stream limits are counted in
     # each api process: with N replicas behind a balancer a token gets up to N times these.
-    rate_limit_per_minute: int = 1200  # requests per bearer token, refilled evenly; 0 = off
-    rate_limit_burst: int = 200  # requests a token may make at once before the rate applies
+    rate_limit_per_minute: int = 3000  # requests per bearer token, refilled evenly; 0 = off
+    rate_limit_burst: int = 300  # requests a token may make at once before the rate applies
     max_sse_per_person: int = 8  # open /v1/events streams per person
     callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
     max_steps_per_turn: int = 8
