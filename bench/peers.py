@@ -39,7 +39,7 @@ from bench.support import HEADER, connect, dev_server, fresh_pg, machine, row
 WARMUP = 5
 
 
-async def actant_step(address: str, steps: int) -> list[float]:
+async def actant_step(address: str, steps: int) -> tuple[list[float], float]:
     from actant import AgentDefinition
     from actant.llm.messages import ToolCall, ToolCallFunction
     from actant.llm.providers.fake import FakeLLM, FakeResponse
@@ -78,25 +78,27 @@ async def actant_step(address: str, steps: int) -> list[float]:
     )
     polling = asyncio.create_task(runtime.run_worker())
     times: list[float] = []
+    cpu = 0.0
     try:
         from uuid import uuid4
 
         thread = runtime.thread(agent.id, uuid4())
         for n in range(WARMUP + steps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             wf = await thread.send(f"look up {n}")
             await client.get_workflow_handle(wf).result()
             if n >= WARMUP:
                 times.append((time.perf_counter() - t0) * 1000)
+                cpu += (time.process_time() - c0) * 1000 / steps
     finally:
         await runtime.shutdown()
         polling.cancel()
         await asyncio.gather(polling, return_exceptions=True)
         await engine.dispose()
-    return times
+    return times, cpu
 
 
-async def langgraph_step(steps: int) -> list[float]:
+async def langgraph_step(steps: int) -> tuple[list[float], float]:
     @lc_tool
     def lookup(q: str) -> str:
         """Look a fact up (bench stub)."""
@@ -121,17 +123,19 @@ async def langgraph_step(steps: int) -> list[float]:
     g.add_edge("tools", "model")
     url, _ = fresh_pg("langgraph")
     times: list[float] = []
+    cpu = 0.0
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
         await saver.setup()
         graph = g.compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "bench"}}
         for n in range(WARMUP + steps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = await graph.ainvoke({"messages": [HumanMessage(f"look up {n}")]}, config)
             assert out["messages"][-1].content == "The answer is 42."
             if n >= WARMUP:
                 times.append((time.perf_counter() - t0) * 1000)
-    return times
+                cpu += (time.process_time() - c0) * 1000 / steps
+    return times, cpu
 
 
 async def main(steps: int) -> None:
@@ -140,10 +144,12 @@ async def main(steps: int) -> None:
     lines = [HEADER]
     try:
         lines += await agent_step.run(steps, 2, tmp, address)
+        actant, cpu = await actant_step(address, steps)
         lines.append(
-            row("Actant 0.41 (Temporal, Postgres stores)", await actant_step(address, steps))
+            row("Actant 0.41 (Temporal, Postgres stores)", actant, f"CPU {cpu:.0f} ms/step")
         )
-        lines.append(row("LangGraph + AsyncPostgresSaver", await langgraph_step(steps)))
+        graph, cpu = await langgraph_step(steps)
+        lines.append(row("LangGraph + AsyncPostgresSaver", graph, f"CPU {cpu:.0f} ms/step"))
     finally:
         server.terminate()
         server.wait(timeout=15)
