@@ -23,6 +23,7 @@ from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
 from memory.forget import forget
 from tests.context_support import OPENING, Policy, cached_share, context_run
 from tests.helpers import ThreadServer
+from workflows.types import SegmentInput
 
 TURN, SEGMENT, RECENT, STEPS = 6, 5, 4, 46  # the last step closes no segment
 EXPORT_AT, MEMORY_AT, EDIT_AT, PROFILE_AT = (5, 30), 13, 20, 24
@@ -62,6 +63,10 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
             await run.step(n, said)
         steps = await run.steps()
         bodies = _task_bodies(run.app)
+        # The summary's idempotency key: asking again for a written segment asks no model.
+        asked = len(run.app.state.requests)
+        await run.env.run(run.segments.summarize_segment, SegmentInput(run.task_id, 0))
+        assert len(run.app.state.requests) == asked
         # What the person's API shows of the last context: layers with tokens and caching.
         app = create_app(run.settings, temporal=cast(Client, object()))
         with ThreadServer(app) as srv:
