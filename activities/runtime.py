@@ -55,9 +55,7 @@ class RuntimeActivities:
         self.db = deps.db
         self.provider = provider
         self.tools = tools
-        self.policy = ContextPolicy(
-            deps.settings.context_segment_steps, deps.settings.context_recent_steps
-        )
+        self.policy = ContextPolicy.of(deps.settings)
 
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")

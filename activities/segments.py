@@ -23,6 +23,7 @@ from activities.toolkit import ToolDeps
 from llm.types import Message, ModelProvider, ModelRequest, ModelResponse, SystemBlock, TextBlock
 from lomo.db.context import ContextSegment
 from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
+from lomo.settings import Settings
 from memory.context import exclusions
 from workflows.types import SegmentInput
 
@@ -39,6 +40,10 @@ SUMMARIZE_RULES = (
 class ContextPolicy:
     segment_steps: int = 10
     recent_steps: int = 8
+
+    @classmethod
+    def of(cls, settings: Settings) -> ContextPolicy:
+        return cls(settings.context_segment_steps, settings.context_recent_steps)
 
     def closed(self, n_steps: int) -> int:
         """How many segments are closed when the task has `n_steps` steps."""
@@ -76,9 +81,7 @@ class SegmentActivities:
     def __init__(self, deps: ToolDeps, provider: ModelProvider) -> None:
         self.deps = deps
         self.provider = provider
-        self.policy = ContextPolicy(
-            deps.settings.context_segment_steps, deps.settings.context_recent_steps
-        )
+        self.policy = ContextPolicy.of(deps.settings)
 
     @activity.defn(name="summarize_segment")
     async def summarize_segment(self, inp: SegmentInput) -> None:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from sqlalchemy import select
 from temporalio.testing import ActivityEnvironment
 
@@ -41,7 +38,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput
-from tests.helpers import free_port
+from tests.helpers import ThreadServer
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import FakeEmbedder
 from workflows.types import SegmentInput, StepInput, ToolInput
@@ -123,32 +120,6 @@ class Policy:
         if n % 2 == 0 and docs:
             return _use(n, "read_object", {"object_id": docs[0]})
         return _use(n, "list_objects", {})
-
-
-@contextmanager
-def standin_server(policy: Policy, min_cache_tokens: int) -> Iterator[tuple[str, Any]]:
-    app = create_standin_app(policy)
-    app.state.min_cache_tokens = min_cache_tokens
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("stand-in server did not start")
-        time.sleep(0.05)
-    try:
-        yield url, app
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass
@@ -238,8 +209,10 @@ async def context_run(
     install_services(settings, MemoryServices(EdgeVectorIndex(tmp / "vectors"), FakeEmbedder(64)))
     db = Database(db_url)
     http = httpx.AsyncClient()
-    with standin_server(policy, min_cache_tokens) as (url, app):
-        provider = AnthropicProvider(api_key="test-key", model="claude-test", base_url=url)
+    app = create_standin_app(policy)
+    app.state.min_cache_tokens = min_cache_tokens
+    with ThreadServer(app) as srv:
+        provider = AnthropicProvider(api_key="test-key", model="claude-test", base_url=srv.url)
         deps = ToolDeps(db=db, http=http, assets=AssetStore(tmp / "assets"), settings=settings)
         tools = build_tools(deps) | {"export_log": ExportLog()}
         async with db.session() as s:
