@@ -57,5 +57,6 @@ def install(app: FastAPI) -> None:
             405: "method_not_allowed",
             401: "unauthorized",
             413: "too_large",
+            429: "rate_limited",
         }.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
