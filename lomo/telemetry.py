@@ -19,7 +19,6 @@ from functools import lru_cache
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -151,8 +150,9 @@ def serve_metrics(port: int, host: str) -> tuple[WSGIServer, threading.Thread] |
 
 # --- traces --------------------------------------------------------------------------------
 def tracer_provider(settings: Settings, service: str) -> TracerProvider | None:
-    """The exporting provider when `LOMO_OTEL_ENDPOINT` is set (also made the global one),
-    else None: no spans are recorded and no interceptor is installed."""
+    """The exporting provider when `LOMO_OTEL_ENDPOINT` is set, else None: no spans are
+    recorded and no interceptor is installed. Passed explicitly (Temporal interceptor,
+    FastAPI instrumentation), never made the global provider."""
     if not settings.otel_endpoint:
         return None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -160,7 +160,6 @@ def tracer_provider(settings: Settings, service: str) -> TracerProvider | None:
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     endpoint = settings.otel_endpoint.rstrip("/") + "/v1/traces"
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    trace.set_tracer_provider(provider)
     return provider
 
 

@@ -152,3 +152,38 @@ async def test_one_trace_and_moving_metrics(
     assert re.search(r"^temporal_request(_total)?\{", after, re.M), after[:2000]
     assert re.search(r"^temporal_workflow_task_execution_latency_(sum|count)", worker_side, re.M)
     assert "lomo_model_steps_total" in worker_side
+
+
+def test_traces_are_off_by_default_and_go_over_otlp_http_when_set() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    assert telemetry.tracer_provider(Settings(otel_endpoint=None), "lomo-test") is None
+    assert telemetry.temporal_interceptors(None) == []
+    got: list[tuple[str, str, int]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            size = int(self.headers["Content-Length"])
+            self.rfile.read(size)
+            got.append((self.path, self.headers["Content-Type"], size))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", free_port()), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_port}"
+        provider = telemetry.tracer_provider(Settings(otel_endpoint=endpoint), "lomo-test")
+        assert provider is not None
+        with provider.get_tracer("t").start_as_current_span("a message"):
+            pass
+        assert provider.force_flush(10_000)
+        provider.shutdown()
+    finally:
+        server.shutdown()
+    assert got and got[0][0] == "/v1/traces"
+    assert got[0][1] == "application/x-protobuf" and got[0][2] > 0
