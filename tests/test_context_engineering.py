@@ -155,7 +155,7 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
     # 7. The cache, as the API would report it: after the first step most input is read.
     shares = [cached_share(st) for st in steps]
     assert shares[0] == 0.0
-    assert sum(shares[1:]) / (STEPS - 1) > 0.5, shares
+    assert sum(shares[1:]) / (STEPS - 1) > 0.8, shares  # 0.86 here; the bench: 93 %
 
 
 async def test_forgetting_scrubs_goal_summaries_and_stored_contexts(
