@@ -58,8 +58,11 @@ class Injector:
             try:
                 self._inject(kind, rng)
             except (OSError, StackError, httpx.HTTPError) as e:
-                self.done.append(f"{kind}: could not inject ({e})")
+                self._note(f"{kind}: could not inject ({e})")
                 log.warning("fault %s not injected: %s", kind, e)
+
+    def _note(self, what: str) -> None:
+        self.done.append(f"{time.strftime('%H:%M:%S')} {what}")
 
     def _inject(self, kind: str, rng: random.Random) -> None:
         if kind in ("worker", "temporal"):
@@ -67,16 +70,16 @@ class Injector:
             if pid is None:
                 return
             os.kill(pid, signal.SIGKILL)
-            self.done.append(f"{kind} SIGKILLed (pid {pid})")
+            self._note(f"{kind} SIGKILLed (pid {pid})")
         elif kind == "sim":
             faults = rng.choice(SIM_FAULTS)
             self._sim(faults)
-            self.done.append(f"simulator faults {faults}")
+            self._note(f"simulator faults {faults}")
             self._stop.wait(rng.uniform(*self.every))
             self._sim({}, reset=True)
         elif kind == "postgres" and self.stack.postgres is not None:
             self.stack.postgres.restart()
-            self.done.append("postgres crashed and restarted")
+            self._note("postgres crashed and restarted")
 
     def _sim(self, faults: dict[str, object], reset: bool = False) -> None:
         url = f"{self.stack.sim_url}/sim/faults"

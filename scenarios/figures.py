@@ -27,6 +27,7 @@ _EN_WORDS = frozenset(
     "how help series finished".split()
 )
 _WORD = re.compile(r"[a-zäöüß]+", re.I)
+_OBJ = re.compile(r"\s*\bobj_[0-9a-z]+\b")
 
 
 def language_of(text: str) -> str:
@@ -125,20 +126,20 @@ def measure(person: Person) -> Figures:
 def _confirmations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
     """A card the person did not expect, or the same question asked again in one task
     after it was answered, is an unnecessary confirmation."""
+    needless = set()
     for a in person.journal.answered:
         if not a.expected:
-            f.unneeded_confirmations += 1
+            needless.add(a.card_id)
             f.why.append(f"unexpected {a.kind} card {a.card_id} in {a.task_id or 'main'}")
     for tid, t in tasks.items():
-        asked = Counter(
-            (c["kind"], c["title"], json.dumps(c.get("price")))
-            for c in t["cards"]
-            if c["kind"] != "select"
-        )
-        for (kind, title, _), n in asked.items():
-            if n > 1:
-                f.unneeded_confirmations += n - 1
-                f.why.append(f"{tid} asked {kind} {title!r} {n} times")
+        seen: set[tuple[str, str, str]] = set()
+        for c in t["cards"]:
+            question = (c["kind"], c["title"], json.dumps(c.get("price")))
+            if c["kind"] != "select" and question in seen:
+                needless.add(c["card_id"])
+                f.why.append(f"{tid} asked {c['kind']} {c['title']!r} again")
+            seen.add(question)
+    f.unneeded_confirmations = len(needless)  # a card counts once, whatever made it needless
 
 
 def _sim_jobs(person: Person) -> list[dict[str, Any]]:
@@ -157,12 +158,14 @@ def _generations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
         if str(job.get("idempotency_key") or "").split(":", 1)[0] in tasks
     ]
     f.generations = len(mine)
+    # Object ids left out: "final poster based on draft obj_1" and "… based on draft " are
+    # the same poster asked for twice (seen under faults).
     same = Counter(
         (
             str(job["idempotency_key"]).split(":", 1)[0],
             job["kind"],
             job["model"],
-            json.dumps(job.get("params"), sort_keys=True),
+            _OBJ.sub("", json.dumps(job.get("params"), sort_keys=True)).strip(),
         )
         for job in mine
     )
