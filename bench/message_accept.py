@@ -3,7 +3,8 @@
     .venv/bin/python bench/message_accept.py [--clients 50] [--users 20] [--messages 1000]
 
 The embedded stack's parts as their own processes (dev server on a SQLite file, SQLite DB,
-api, a worker with the offline model routing every message meanwhile). `--clients`
+api, a worker with the offline model routing every message meanwhile, unless
+`--no-worker`). `--clients`
 concurrent clients, spread over `--users` people, post `--messages` messages in all; a
 POST answers 202 once the message is stored as evidence and handed to Temporal
 (signal-with-start of the person's main thread, and of the memory workflow), so its latency
@@ -24,14 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench.support import HEADER, Embedded, machine, row
+from bench.support import HEADER, Embedded, cpu_seconds, machine, row
 from lomo.auth import create_user
 from lomo.db.engine import Database
 
 TEXTS = ("What can you do?", "Was kannst du?", "Which formats can you make?")
 
 
-async def run(stack: Embedded, clients: int, users: int, messages: int) -> list[str]:
+async def run(stack: Embedded, clients: int, users: int, messages: int, worker: bool) -> list[str]:
     db = Database(stack.db_url)
     tokens = []
     async with db.session() as s:
@@ -62,24 +63,28 @@ async def run(stack: Embedded, clients: int, users: int, messages: int) -> list[
         for token in tokens:
             auth = {"Authorization": f"Bearer {token}"}
             await http.post("/v1/messages", json={"text": TEXTS[0]}, headers=auth)
-        t0 = time.perf_counter()
+        api_pid = stack.procs[1].pid
+        t0, c0 = time.perf_counter(), cpu_seconds(api_pid)
         await asyncio.gather(*(client(c) for c in range(clients)))
         took = time.perf_counter() - t0
+        api_cpu = (cpu_seconds(api_pid) - c0) * 1000 / max(1, len(times))
     rate = len(times) / took
     return [
         row(
-            f"accept, {clients} clients over {users} people",
+            f"accept, {clients} clients over {users} people"
+            + (", worker routing meanwhile" if worker else ", no worker"),
             times,
             f"{rate:.0f} msg/s over {len(times)} messages in {took:.1f} s; "
+            f"api CPU {api_cpu:.1f} ms/message; "
             f"{refused} not 202; target ≥ 50 msg/s, p99 ≤ 200 ms",
         )
     ]
 
 
-def main(clients: int, users: int, messages: int) -> None:
+def main(clients: int, users: int, messages: int, worker: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lomo-accept-"))
-    with Embedded(tmp, worker=True) as stack:
-        lines = [HEADER, *asyncio.run(run(stack, clients, users, messages))]
+    with Embedded(tmp, worker=worker) as stack:
+        lines = [HEADER, *asyncio.run(run(stack, clients, users, messages, worker))]
     sys.stdout.write("\n".join([*lines, f"machine: {machine()}"]) + "\n")
 
 
@@ -88,5 +93,6 @@ if __name__ == "__main__":
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--users", type=int, default=20)
     p.add_argument("--messages", type=int, default=1000)
+    p.add_argument("--no-worker", action="store_true", help="the api and Temporal alone")
     a = p.parse_args()
-    main(a.clients, a.users, a.messages)
+    main(a.clients, a.users, a.messages, not a.no_worker)

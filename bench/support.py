@@ -54,6 +54,12 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load:.1f} (1 min) at the end"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile of milliseconds."""
     xs = sorted(values)
