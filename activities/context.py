@@ -171,6 +171,8 @@ async def build_context(
         if mid in msgs:
             add("user", [TextBlock(text=msgs[mid].text)])
     history = [b for m in conversation for b in m.content]
+    # The steps after the summaries (the opening and summaries are their own layer).
+    recent_text = "\n".join(_render(m) for m in conversation[1 if closed else 0 :])
     if conversation and point() not in cache_points:
         cache_points.append(point())  # the end of what the next step repeats byte for byte
 
@@ -206,7 +208,6 @@ async def build_context(
     }
     prev = all_steps[-1].context.get("prefix") if all_steps else None
     cached = _compare(prefix, prev, history_dicts)
-    recent_text = "\n".join(_render(m) for m in conversation[:-1] or conversation)
     texts = [
         (
             "stable_prefix",
