@@ -173,23 +173,25 @@ def _generations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
         if n > 1:
             f.duplicate_generations += n - 1
             f.why.append(f"{tid}: the same {kind} generated {n} times: {params[:120]}")
-    # Flow nodes: keyed flow:{run}:{node}:{content hash}:{attempt}; one node with one
-    # content hash generated twice (in any run of its flow) is a duplicate.
-    flow_of = {
-        run["run_id"]: obj["object_id"]
-        for obj in person.get("/v1/objects", type="flow")["objects"]
-        for run in person.runs(obj["object_id"])
-    }
+    # Flow nodes: keyed flow:{run}:{node}:…; a node generated twice under one content
+    # hash (the hash its run view says it ran under), in any runs of its flow, is a
+    # duplicate: the result cache should have answered the second time.
+    hash_of: dict[tuple[str, str], tuple[str, str]] = {}
+    for obj in person.get("/v1/objects", type="flow")["objects"]:
+        for run in person.runs(obj["object_id"]):
+            for nid, node in run["nodes"].items():
+                hash_of[(run["run_id"], nid)] = (obj["object_id"], str(node["hash"]))
     nodes: Counter[tuple[str, str, str]] = Counter()
     for job in _sim_jobs(person):
         key = str(job.get("idempotency_key") or "").split(":")
-        if len(key) == 5 and key[0] == "flow" and key[1] in flow_of:
-            nodes[(flow_of[key[1]], key[2], key[3])] += 1
+        if len(key) >= 4 and key[0] == "flow" and (key[1], key[2]) in hash_of:
+            flow, hash_ = hash_of[(key[1], key[2])]
+            nodes[(flow, key[2], hash_)] += 1
     f.generations += sum(nodes.values())
     for (flow, node, hash_), n in nodes.items():
         if n > 1:
             f.duplicate_generations += n - 1
-            f.why.append(f"{flow} node {node} ({hash_}) generated {n} times")
+            f.why.append(f"{flow} node {node} ({hash_[:12]}) generated {n} times")
 
 
 def _routing(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
