@@ -17,6 +17,10 @@ import psycopg
 from temporalio.client import Client
 
 from lomo.temporal import start_dev_server
+
+# Ports from the last slice of tests/helpers.free_port, which test runs (gw0..gw2) do not
+# walk: a bench beside someone's pytest run must not race it for the same port.
+os.environ.setdefault("PYTEST_XDIST_WORKER", "gw7")
 from tests.helpers import free_port
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
