@@ -136,7 +136,17 @@ def _operations(url: str) -> Iterator[Any]:
         yield result.ok()  # type: ignore[union-attr]  # an invalid schema fails the test
 
 
-@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+# Invalid requests mostly end in validation before any database work, so they run on
+# Postgres only (the stricter store, to bound the time); valid ones run on both.
+@pytest.mark.parametrize(
+    ("db_url", "mode"),
+    [
+        ("sqlite", GenerationMode.POSITIVE),
+        ("postgres", GenerationMode.POSITIVE),
+        ("postgres", GenerationMode.NEGATIVE),
+    ],
+    indirect=["db_url"],
+)
 async def test_fuzzed_requests_never_cause_a_server_error(api: Api, mode: GenerationMode) -> None:
     operations = list(_operations(api.url))
     assert len(operations) > 30  # the schema is the whole api
