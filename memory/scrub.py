@@ -1,20 +1,23 @@
 """Forgetting reaches what quoted the forgotten words (article §6.3, §7.3): task goals and
-briefings, the model-written segment summaries of a task's history, and the layer texts
-stored with each step (shown by GET /v1/tasks/{id}/context). A sentence that contains every
+briefings, the model-written segment summaries of a task's history, the layer texts
+stored with each step (shown by GET /v1/tasks/{id}/context), tool results in the journal
+and tool outputs kept outside the context. A sentence that contains every
 content word of the forget request (or, forgetting a memory by id, of a sentence of its
 evidence) is removed; a segment summary of steps that saw a forgotten message is deleted."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.context import ContextSegment
-from lomo.db.models import ModelStep, Task
+from lomo.db.context import ContextSegment, ToolOutput
+from lomo.db.models import ModelStep, Task, ToolCall
 from memory.models import Evidence, MemoryUsage
 from memory.text import tokens
 
@@ -46,6 +49,20 @@ def scrub(text: str, needles: list[frozenset[str]]) -> str | None:
     if not dropped:
         return None
     return "".join(out).strip() or GONE
+
+
+def scrub_value(value: Any, needles: list[frozenset[str]]) -> tuple[Any, bool]:
+    """A JSON value with every string scrubbed; whether anything changed."""
+    if isinstance(value, str):
+        new = scrub(value, needles)
+        return (value, False) if new is None else (new, True)
+    if isinstance(value, list):
+        pairs = [scrub_value(v, needles) for v in value]
+        return [v for v, _ in pairs], any(c for _, c in pairs)
+    if isinstance(value, dict):
+        items = {k: scrub_value(v, needles) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(c for _, c in items.values())
+    return value, False
 
 
 async def scrub_quotes(
@@ -96,6 +113,21 @@ async def scrub_quotes(
                 layer["text"], changed = new, True
         if changed:
             step.context = {**step.context, "layers": layers}
+    # Tool results in the journal (the context shows recent ones verbatim) and outputs kept
+    # outside the context (read back with read_output).
+    for call in await s.scalars(
+        select(ToolCall)
+        .join(Task, Task.id == ToolCall.task_id)
+        .where(Task.user_id == user_id, ToolCall.result.is_not(None))
+    ):
+        new_result, changed = scrub_value(call.result, found)
+        if changed:
+            call.result = new_result
+    for out in await s.scalars(select(ToolOutput).where(ToolOutput.user_id == user_id)):
+        data, changed = scrub_value(json.loads(out.content), found)
+        if changed:
+            out.content = json.dumps(data, ensure_ascii=False)
+            out.size = len(out.content)
     for task in await s.scalars(select(Task).where(Task.id.in_(sorted(touched)))):
         task.updated_at = now
     return sorted(touched)

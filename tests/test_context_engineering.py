@@ -179,6 +179,30 @@ async def test_forgetting_scrubs_goal_summaries_and_stored_contexts(
             assert task is not None and "blue" in task.goal
         # The first segment's summary quotes the opening request: the cascade must reach it.
         assert any("blue" in g.text for g in quoted), [g.text for g in quoted]
+        # So must a tool result that quoted it, in the journal and kept outside the context.
+        said = {"memories": ["Our brand's main colour is blue. [mem_x v1]", "Font: Futura."]}
+        async with run.db.session() as s:
+            s.add(
+                ToolCall(
+                    call_id=f"{run.task_id}:99:1:0",
+                    task_id=run.task_id,
+                    tool_use_id="toolu_recalled",
+                    name="recall_memory",
+                    input={"query": "brand"},
+                    status="done",
+                    result=said,
+                )
+            )
+            s.add(
+                ToolOutput(
+                    id="out_quoted",
+                    user_id=run.user_id,
+                    task_id=run.task_id,
+                    call_id=f"{run.task_id}:99:1:1",
+                    content=json.dumps(said),
+                    size=len(json.dumps(said)),
+                )
+            )
         async with run.db.session() as s:
             result = await forget(
                 s, run.user_id, "crd_forget1", None, "our brand colour is blue", 20
@@ -193,6 +217,11 @@ async def test_forgetting_scrubs_goal_summaries_and_stored_contexts(
             assert any(g.status == "deleted" for g in segs)
             for st in await s.scalars(select(ModelStep)):
                 assert "blue" not in json.dumps(st.context["layers"]).lower(), st.step
+            call = await s.get(ToolCall, f"{run.task_id}:99:1:0")
+            out = await s.get(ToolOutput, "out_quoted")
+            assert call is not None and out is not None
+            assert call.result == {"memories": ["[mem_x v1]", "Font: Futura."]}
+            assert json.loads(out.content) == call.result and out.size == len(out.content)
         before = len(run.app.state.requests)
         await run.step(12)
         sent = [json.dumps(b).lower() for b in run.app.state.requests[before:]]
