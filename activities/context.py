@@ -333,7 +333,9 @@ async def _dynamic_tail(
         elif o.status == "failed" and o.id not in reported:
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
             shown.append(o.id)
-        elif o.status not in ("succeeded", "failed"):
+        elif o.status != "failed" and not o.object_id:
+            # Succeeded but its asset not stored yet: still a job the task waits on (the
+            # workflow collects it), never invisible, or the model would order it again.
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
     assets = await session.scalars(
         select(WorkObject)

@@ -3,7 +3,7 @@
 A node goes through the same money layer as a task's own paid call: quote (catalogue),
 authorize + reserve (`place_order`), the one submit (`submit_order`), then the order's
 terminal transition settles or refunds it; its asset is collected as any generation's.
-The call key is `flow:{run}:{node}:{hash16}:{attempt}` (flows/graph.call_key), so a retried
+The call key is `flow:{run}:{node}:{attempt}` (flows/graph.call_key), so a retried
 activity after a killed worker finds its order and never orders twice.
 """
 
@@ -108,7 +108,7 @@ class FlowActivities:
             run.version, run.total_nodes, run.price_cents = version, len(order), plan.total_cents
             status, reason = "running", ""
             if plan.total_cents > 0:
-                status, reason = await self._authorize(s, run, plan.prices, plan.hashes)
+                status, reason = await self._authorize(s, run, plan.prices)
             if status == "declined":
                 await end_run(s, run, "declined", reason)
             else:
@@ -119,7 +119,7 @@ class FlowActivities:
             )
 
     async def _authorize(
-        self, s: AsyncSession, run: FlowRun, prices: dict[str, int], hashes: dict[str, str]
+        self, s: AsyncSession, run: FlowRun, prices: dict[str, int]
     ) -> tuple[str, str]:
         if run.task_id is None:
             return "declined", "a flow with paid nodes needs an owning task"
@@ -138,7 +138,7 @@ class FlowActivities:
         if decision.grant is not None:
             return "running", decision.reason
         calls = {
-            call_key(run.id, nid, hashes[nid], run.attempt): p for nid, p in prices.items() if p
+            call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p
         }
         card = await create_card(
             s,
@@ -236,7 +236,7 @@ class FlowActivities:
             return fail_row(row, e.detail, version)
         if run.task_id is None:
             return fail_row(row, "a paid node needs the run's owning task", version)
-        key = call_key(run.id, row.node_id, h, run.attempt)
+        key = call_key(run.id, row.node_id, run.attempt)
         req = OrderRequest(run.user_id, run.task_id, key, kind, spec.name, args, spec.price_cents)
         placed = await place_order(s, req, self.deps.settings)
         if isinstance(placed, Refused):

@@ -165,10 +165,13 @@ def edges_of(nodes: Nodes) -> dict[str, list[str]]:
     return {nid: list(n.get("inputs", [])) for nid, n in nodes.items()}
 
 
-def call_key(run_id: str, node_id: str, hash_: str, attempt: int) -> str:
-    """The business key of a node's paid call: one order per run, node, content and
-    attempt (a resume after a failure is a new attempt; a retried activity is not)."""
-    return f"flow:{run_id}:{node_id}:{hash_[:16]}:{attempt}"
+def call_key(run_id: str, node_id: str, attempt: int) -> str:
+    """The business key of a node's paid call: one order per run, node and attempt (a node
+    runs at most once per attempt; a resume is a new attempt, a retried activity is not).
+    No content hash in it: the run's price card approves these keys, and the person's
+    edit of a node before it starts changes what it makes, not whether it was approved
+    (a price above the approved amount still asks)."""
+    return f"flow:{run_id}:{node_id}:{attempt}"
 
 
 def run_of_call(call_id: str) -> str | None:
