@@ -8,7 +8,9 @@ in-process worker on a SQLite DB (or `--db postgres`); builds a random layered D
 node takes up to 3 inputs from the 30 nodes before it; roots are images, the rest videos
 and edits), then:
 1. first run: POST /runs → price card (one, for the whole graph) → confirmed → succeeded;
-   wall time, time per node, orders placed, history events and JSON bytes per node;
+   wall time, time per node, orders placed, history events and JSON bytes per node, and
+   the time to schedule (from the history: a node's inputs done → its first activity
+   scheduled; with a large `--parallel` that is the scheduling alone, without slot waits);
 2. re-run with nothing changed: every node reused, no order, no card; wall time (pure
    scheduling: plan, one start activity per node);
 3. one root's prompt edited: re-runs that node and its descendants only; orders placed
@@ -77,6 +79,41 @@ async def _history(client: Client, run_id: str) -> tuple[int, int]:
     return len(h.events), len(h.to_json())
 
 
+async def schedule_delays(client: Client, run_id: str, nodes: dict[str, Any]) -> list[float]:
+    """Per node, from the history: seconds from the moment its inputs were all done (the
+    end of its inputs' last activities; for a root, the end of planning) to its first
+    activity being scheduled. This includes waiting for a free slot (the parallel bound)."""
+    h = await client.get_workflow_handle(f"flowrun:{run_id}").fetch_history()
+    scheduled: dict[int, tuple[str, str]] = {}
+    first: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    planned = 0.0
+    for e in h.events:
+        at = e.event_time.ToDatetime().timestamp()
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            node = a.activity_id.split("/")[0]
+            scheduled[e.event_id] = (node, a.activity_type.name)
+            if a.activity_type.name == "start_flow_node":
+                first.setdefault(node, at)
+        elif e.HasField("activity_task_completed_event_attributes"):
+            node, name = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+            if name == "plan_flow_run":
+                planned = at
+            elif name in ("start_flow_node", "finish_flow_node"):
+                ended[node] = at
+    return [
+        first[n] - max((ended[i] for i in nodes[n]["inputs"]), default=planned)
+        for n in nodes
+        if n in first
+    ]
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
 async def main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="flow-bench-"))
     server, address = dev_server(tmp)
@@ -110,6 +147,7 @@ async def main(args: argparse.Namespace) -> None:
             wall = time.monotonic() - t0
             assert view["status"] == "succeeded", view["reason"]
             events, size = await _history(client, run_id)
+            delays = await schedule_delays(client, run_id, content["nodes"])
             placed = await orders(st.db, st.user_id)
             levels = depth(content["nodes"])
             print(
@@ -123,6 +161,12 @@ async def main(args: argparse.Namespace) -> None:
                 f"cents), orders {placed}, history {events} events "
                 f"({events / args.nodes:.1f} per node), {size / 1024:.0f} KB JSON "
                 f"({size / args.nodes / 1024:.1f} KB per node)"
+            )
+            print(
+                f"time to schedule a node once its inputs are done: p50 "
+                f"{1000 * pct(delays, 0.5):.0f} ms, p90 {1000 * pct(delays, 0.9):.0f} ms, "
+                f"max {1000 * max(delays):.0f} ms (includes waiting for one of "
+                f"{args.parallel} slots)"
             )
 
             t0 = time.monotonic()

@@ -3,7 +3,7 @@ resume an ended run after fixing a node. The run itself is FlowRunWorkflow."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
@@ -21,13 +21,57 @@ from workspace.store import get_object
 router = APIRouter(tags=["flows"])
 
 
+class NodeView(BaseModel):
+    status: Literal["pending", "running", "done", "reused", "failed", "blocked", "removed"]
+    hash: str | None = Field(description="content hash the node ran (or was reused) under")
+    version: int | None = Field(description="the flow version the node ran on")
+    order_id: str | None
+    object_id: str | None = Field(description="the node's result (an asset or document)")
+    error: str | None
+    stale: bool = Field(description="the node's definition (or an input) changed after it ran")
+
+
+class Progress(BaseModel):
+    total: int
+    done: int = Field(description="finished nodes, reused ones included")
+    reused: int
+    running: int
+    failed: int
+    blocked: int = Field(description="not run because an input failed")
+
+
+class Price(BaseModel):
+    amount_cents: int = Field(description="quoted total of the nodes that must run")
+    currency: Literal["EUR"]
+
+
+class RunView(BaseModel):
+    run_id: str
+    flow_id: str
+    task_id: str | None
+    status: Literal["planning", "waiting_price", "running", "succeeded", "failed", "declined"]
+    reason: str = Field(description="why it failed or was declined (each failed node)")
+    attempt: int
+    version: int
+    price: Price
+    card_id: str | None = Field(description="the run's price card, if one was asked")
+    progress: Progress
+    nodes: dict[str, NodeView]
+    created_at: str | None
+    ended_at: str | None
+
+
+class RunList(BaseModel):
+    runs: list[RunView]
+
+
 class RunIn(BaseModel):
     # The task that owns the run (its orders, its price card, its progress line); default:
     # the task that made or last read the flow. Paid nodes need one.
     task_id: str | None = Field(default=None, max_length=40)
 
 
-@router.post("/v1/objects/{object_id}/runs", status_code=202)
+@router.post("/v1/objects/{object_id}/runs", status_code=202, response_model=RunView)
 async def start(
     object_id: str,
     user: UserDep,
@@ -46,8 +90,9 @@ async def start(
     return view
 
 
-@router.get("/v1/objects/{object_id}/runs")
+@router.get("/v1/objects/{object_id}/runs", response_model=RunList)
 async def list_runs(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
+    """The flow's runs, newest first (at most 50)."""
     async with db.session() as s:
         await get_object(s, user.id, object_id)  # another person's flow: 404, as unknown
         rows = await s.scalars(
@@ -59,7 +104,7 @@ async def list_runs(object_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
         return {"runs": [runs.run_view(r, await runs.node_rows(s, r.id)) for r in rows]}
 
 
-@router.get("/v1/flow-runs/{run_id}")
+@router.get("/v1/flow-runs/{run_id}", response_model=RunView)
 async def get_run(run_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
     """Status, progress (n of m nodes done, failed, blocked) and every node: status, the
     content hash it ran under, its order and result asset, error, stale."""
@@ -68,7 +113,7 @@ async def get_run(run_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
         return runs.run_view(run, await runs.node_rows(s, run.id))
 
 
-@router.post("/v1/flow-runs/{run_id}/resume", status_code=202)
+@router.post("/v1/flow-runs/{run_id}/resume", status_code=202, response_model=RunView)
 async def resume(
     run_id: str, user: UserDep, db: DbDep, settings: SettingsDep, temporal: TemporalDep
 ) -> dict[str, Any]:
