@@ -27,7 +27,8 @@ _EN_WORDS = frozenset(
     "how help series finished".split()
 )
 _WORD = re.compile(r"[a-zäöüß]+", re.I)
-_OBJ = re.compile(r"\s*\bobj_[0-9a-z]+\b")
+_OBJ = re.compile(r"\bobj_[0-9a-z]+\b")
+_SPACE = re.compile(r"\s+")
 
 
 def language_of(text: str) -> str:
@@ -132,9 +133,11 @@ def _confirmations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
             needless.add(a.card_id)
             f.why.append(f"unexpected {a.kind} card {a.card_id} in {a.task_id or 'main'}")
     for tid, t in tasks.items():
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, str]] = set()
         for c in t["cards"]:
-            question = (c["kind"], c["title"], json.dumps(c.get("price")))
+            # One question is one call (a price card's call_id) or, without one, one title.
+            payload = c.get("payload") or {}
+            question = (c["kind"], str(payload.get("call_id") or c["title"]))
             if c["kind"] != "select" and question in seen:
                 needless.add(c["card_id"])
                 f.why.append(f"{tid} asked {c['kind']} {c['title']!r} again")
@@ -165,7 +168,7 @@ def _generations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
             str(job["idempotency_key"]).split(":", 1)[0],
             job["kind"],
             job["model"],
-            _OBJ.sub("", json.dumps(job.get("params"), sort_keys=True)).strip(),
+            _SPACE.sub("", _OBJ.sub("", json.dumps(job.get("params"), sort_keys=True))),
         )
         for job in mine
     )
