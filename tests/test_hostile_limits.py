@@ -161,6 +161,20 @@ async def test_rate_per_token_is_429_with_retry_after(api: Api) -> None:
     assert_error(await api.http.get("/v1/tasks", headers=api.a), 429, "rate_limited")
 
 
+@pytest.mark.parametrize("api", [{"rate_limit_per_minute": 1}], indirect=True)
+async def test_rate_is_counted_per_replica(api: Api) -> None:
+    """The documented choice: a second api process on the same database keeps its own
+    buckets, so behind N replicas a token gets up to N times the rate (README)."""
+    with ThreadServer(create_app(api.settings)) as second:
+        async with httpx.AsyncClient(base_url=second.url, timeout=30) as replica:
+            for _ in range(BURST):
+                assert (await api.http.get("/v1/tasks", headers=api.a)).status_code == 200
+            assert_error(await api.http.get("/v1/tasks", headers=api.a), 429, "rate_limited")
+            for _ in range(BURST):
+                assert (await replica.get("/v1/tasks", headers=api.a)).status_code == 200
+            assert_error(await replica.get("/v1/tasks", headers=api.a), 429, "rate_limited")
+
+
 def test_token_bucket_refills_at_the_rate() -> None:
     """The bucket's arithmetic with an explicit clock: burst, then the rate, per key."""
     b = TokenBuckets(per_minute=60, burst=3)
