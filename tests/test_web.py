@@ -2,7 +2,7 @@
 sign-in and bad tokens, the cat image from the entry box to the visible picture, the poster
 series answered by clicking its price and select cards, an edit conflict when the agent
 changed the document the page has open, the event stream resuming after the api died,
-and an upload over the limit. Every step leaves a screenshot in test-artifacts/web/;
+an upload over the limit, and a flow run from its Run button. Every step leaves a screenshot in test-artifacts/web/;
 any console or page error fails the test."""
 
 from __future__ import annotations
@@ -242,6 +242,34 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
         )
         versions = api.get(f"/v1/objects/{oid}/versions").json()["versions"]
         assert [v["created_by"].split(":")[0] for v in versions] == ["user", "task", "user"]
+
+
+def test_a_flow_runs_from_its_run_button(browser: Any, stack: dict[str, Any]) -> None:
+    """A flow opened in the workspace tab runs from its Run button; the status line
+    follows the run to its end (a free flow: one document node)."""
+    with _api(stack) as api:
+        doc = api.post(
+            "/v1/objects",
+            json={"type": "document", "name": "board", "content": {"text": "Shot 1: a pier."}},
+        ).json()["object_id"]
+        node = {"type": "document", "params": {"object_id": doc}, "inputs": []}
+        flow = api.post(
+            "/v1/objects",
+            json={"type": "flow", "name": "board flow", "content": {"nodes": {"board": node}}},
+        ).json()["object_id"]
+    with browser_page(browser, "flow-run") as w:
+        page = w.page
+        _open(page, stack)
+        page.locator(f".objects [data-object-id={flow}] button").click()
+        page.locator(".editor button.run-flow").click()
+        line = page.locator(".editor .run")
+        expect(line).to_have_attribute("data-status", "succeeded", timeout=60_000)
+        expect(line).to_contain_text("1 of 1")
+        w.screenshot("flow-run")
+    with _api(stack) as api:
+        runs = api.get(f"/v1/objects/{flow}/runs").json()["runs"]
+        assert [r["status"] for r in runs] == ["succeeded"]
+        assert runs[0]["nodes"]["board"]["object_id"] == doc
 
 
 def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -> None:
