@@ -2,8 +2,8 @@
 sign-in and bad tokens, the cat image from the entry box to the visible picture, the poster
 series answered by clicking its price and select cards, an edit conflict when the agent
 changed the document the page has open, the event stream resuming after the api died,
-an upload over the limit, and a flow run from its Run button. Every step leaves a screenshot in test-artifacts/web/;
-any console or page error fails the test."""
+an upload over the limit, and a flow run from its Run button. Every step leaves a
+screenshot in test-artifacts/web/; any console or page error fails the test."""
 
 from __future__ import annotations
 
