@@ -111,6 +111,7 @@ class Embedded:
 
         server, self.address = dev_server(self.tmp)
         self.procs.append(server)
+        asyncio.run(connect(self.address))  # the api connects lazily: Temporal first
         upgrade(self.db_url)
         self.api_port = free_port()
         self.api_url = f"http://127.0.0.1:{self.api_port}"
