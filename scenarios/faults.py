@@ -1,5 +1,5 @@
 """Faults mixed into a scenario run (`lomo scenarios --faults`): at seeded random moments
-the worker or the Temporal dev server is SIGKILLed (`lomo up` restarts it), the
+(every 20-45 s) the worker or the Temporal dev server is SIGKILLed (`lomo up` restarts it), the
 simulator duplicates, reorders or drops callbacks for a while, and on the Postgres
 configuration the harness's private cluster crashes and comes back. Failing or timing
 out generations are left out: those are refunded losses by design (README "Money"), not
@@ -32,7 +32,9 @@ SIM_FAULTS: tuple[dict[str, object], ...] = (
 class Injector:
     stack: Stack
     seed: int
-    every: tuple[float, float] = (6.0, 18.0)
+    # Seconds between faults. A restarted worker takes 20-60 s to poll again on a loaded
+    # 2-core machine: faults much faster than that only measure an empty stack.
+    every: tuple[float, float] = (20.0, 45.0)
     done: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None

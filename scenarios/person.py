@@ -25,7 +25,6 @@ Pred = Callable[[Task], bool]
 FINAL = ("completed", "stopped", "failed", "archived")
 NUDGE = {"en": "continue", "de": "weiter"}
 IDLE_GRACE_S = 8.0  # a task idle without a question this long has stalled
-QUIET_PATIENCE_S = 90.0  # a busy task silent this long has stalled (faults included)
 MAX_NUDGES = 3
 RUN_ENDED = ("succeeded", "failed", "declined")
 
@@ -84,10 +83,13 @@ def completed(t: Task) -> bool:
 
 
 class Person:
-    def __init__(self, stack: Stack, token: str, lang: str, within: float = 240.0) -> None:
+    def __init__(
+        self, stack: Stack, token: str, lang: str, within: float = 240.0, patience: float = 90.0
+    ) -> None:
         self.stack = stack
         self.lang = lang
         self.within = within
+        self.patience = patience  # a busy task silent this long has stalled
         self.journal = Journal(lang)
         self._events: list[dict[str, Any]] = []
         self.http = httpx.Client(
@@ -203,7 +205,7 @@ class Person:
             quiet = time.monotonic() - changed
             if quiet > IDLE_GRACE_S and self._work_under_way(t):
                 changed = time.monotonic()  # the person sees progress: no reason to poke
-            elif (idle and quiet > IDLE_GRACE_S) or quiet > QUIET_PATIENCE_S:
+            elif (idle and quiet > IDLE_GRACE_S) or quiet > self.patience:
                 if nudges == MAX_NUDGES or t["status"] in ("stopped", "failed", "archived"):
                     break
                 nudges += 1

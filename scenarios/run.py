@@ -65,8 +65,11 @@ def _settle(p: Person, within: float = 120.0) -> None:
         time.sleep(1.0)
 
 
-def play(st: stacks.Stack, story: Story, lang: str) -> Figures:
-    person = Person(st, st.new_person(f"{story.name}-{lang}"), lang)
+def play(st: stacks.Stack, story: Story, lang: str, faults: bool = False) -> Figures:
+    # Under faults a worker or dev server may be down for a minute: the person waits as
+    # long for a busy task before poking it (a task that never wakes is still poked).
+    within, patience = (900.0, 300.0) if faults else (240.0, 90.0)
+    person = Person(st, st.new_person(f"{story.name}-{lang}"), lang, within, patience)
     failure = ""
     try:
         story.run(person)
@@ -101,7 +104,7 @@ def run(
         if injector is not None:
             injector.start()
         for story, lang in plays:
-            f = play(st, story, lang)
+            f = play(st, story, lang, faults)
             result.rows.append((story.name, lang, f))
             write(row(story.name, lang, f) + "\n")
             for why in f.why[:12]:

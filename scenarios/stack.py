@@ -100,7 +100,7 @@ class PrivatePostgres:
                 shutil.chown(self.root.parent, "postgres")
             self._run("initdb", "-D", str(self.root), "-A", "trust", "-U", "postgres")
         self._pg_ctl("start")
-        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
 
     def _pg_ctl(self, action: str, *extra: str) -> None:
         opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
