@@ -82,7 +82,11 @@ MAX_DB_INT = 2**31 - 1
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 DbDep = Annotated[Database, Depends(get_db)]
-SessionDep = Annotated[AsyncSession, Depends(get_session)]
+# scope="function": the unit of work commits before the response is sent. With the
+# default ("request") FastAPI runs the exit code after sending, so a client could use what
+# it was just given (a new person's token) before it exists: the scenario harness saw a
+# fresh token answer 401 on Postgres.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 UserDep = Annotated[User, Depends(current_user)]
 ChannelDep = Annotated[str, Depends(current_channel)]
