@@ -137,9 +137,7 @@ class FlowActivities:
         decision = await authorize(s, run.user_id, run.task_id, key, total, self.deps.settings)
         if decision.grant is not None:
             return "running", decision.reason
-        calls = {
-            call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p
-        }
+        calls = {call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p}
         card = await create_card(
             s,
             user_id=run.user_id,
