@@ -84,12 +84,19 @@ def completed(t: Task) -> bool:
 
 class Person:
     def __init__(
-        self, stack: Stack, token: str, lang: str, within: float = 240.0, patience: float = 90.0
+        self,
+        stack: Stack,
+        token: str,
+        lang: str,
+        within: float = 240.0,
+        patience: float = 90.0,
+        idle_grace: float = IDLE_GRACE_S,
     ) -> None:
         self.stack = stack
         self.lang = lang
         self.within = within
         self.patience = patience  # a busy task silent this long has stalled
+        self.idle_grace = idle_grace  # an idle task without a question this long has too
         self.journal = Journal(lang)
         self._events: list[dict[str, Any]] = []
         self.http = httpx.Client(
@@ -203,9 +210,9 @@ class Person:
                 last_sig, changed = sig, time.monotonic()
             idle = t["status"] in ("waiting_user", *FINAL) and not open_cards
             quiet = time.monotonic() - changed
-            if quiet > IDLE_GRACE_S and self._work_under_way(t):
+            if quiet > self.idle_grace and self._work_under_way(t):
                 changed = time.monotonic()  # the person sees progress: no reason to poke
-            elif (idle and quiet > IDLE_GRACE_S) or quiet > self.patience:
+            elif (idle and quiet > self.idle_grace) or quiet > self.patience:
                 if nudges == MAX_NUDGES or t["status"] in ("stopped", "failed", "archived"):
                     break
                 nudges += 1

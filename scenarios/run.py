@@ -68,8 +68,10 @@ def _settle(p: Person, within: float = 120.0) -> None:
 def play(st: stacks.Stack, story: Story, lang: str, faults: bool = False) -> Figures:
     # Under faults a worker or dev server may be down for a minute: the person waits as
     # long for a busy task before poking it (a task that never wakes is still poked).
-    within, patience = (900.0, 300.0) if faults else (240.0, 90.0)
-    person = Person(st, st.new_person(f"{story.name}-{lang}"), lang, within, patience)
+    # An answered card reaches a task only once a worker runs again: idle is judged over a
+    # minute then, too.
+    within, patience, idle = (900.0, 300.0, 60.0) if faults else (240.0, 90.0, 8.0)
+    person = Person(st, st.new_person(f"{story.name}-{lang}"), lang, within, patience, idle)
     failure = ""
     try:
         story.run(person)
