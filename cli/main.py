@@ -230,6 +230,7 @@ def scenarios(
     faults: Annotated[bool, typer.Option(help="kill worker/Temporal, simulator faults")] = False,
     postgres: Annotated[bool, typer.Option(help="on a private PostgreSQL cluster")] = False,
     short: Annotated[bool, typer.Option(help="only the short subset")] = False,
+    fault_every: Annotated[float, typer.Option(help="seconds between faults, at least")] = 20.0,
     seed: int = 15,
     data_dir: DataDir = None,
 ) -> None:
@@ -251,6 +252,7 @@ def scenarios(
         faults=faults,
         postgres=postgres,
         seed=seed,
+        fault_every=fault_every,
         write=lambda line: (sys.stdout.write(line), sys.stdout.flush()) and None,
     )
     typer.echo(report(result))

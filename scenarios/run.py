@@ -97,10 +97,11 @@ def run(
     seed: int = 15,
     write: Callable[[str], None] = lambda s: None,
     ports: dict[str, int] | None = None,
+    fault_every: float = 20.0,
 ) -> Result:
     result = Result()
     st = stacks.start(data_dir, postgres=postgres, seed=seed, ports=ports)
-    injector = Injector(st, seed) if faults else None
+    injector = Injector(st, seed, (fault_every, fault_every * 2.25)) if faults else None
     try:
         write(f"stack up in {data_dir} ({'postgres' if postgres else 'sqlite'})\n")
         if injector is not None:
