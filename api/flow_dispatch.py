@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client
+import asyncio
+
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from flows.graph import run_of_call
 from lomo.db.models import Card
+from lomo.errors import Conflict
 from lomo.settings import Settings
 from workflows.flow_run import FlowRunWorkflow
 from workflows.flow_types import FlowRunInput
 from workflows.types import GenerationEvent
+
+# How long a resume waits for the previous attempt's execution to finish its last steps.
+PREVIOUS_ATTEMPT_WAIT_SECONDS = 30
 
 
 def flow_workflow_id(run_id: str) -> str:
@@ -20,13 +27,29 @@ def flow_workflow_id(run_id: str) -> str:
 
 async def start_flow_run(client: Client, settings: Settings, run_id: str, attempt: int) -> None:
     """A run, or the next attempt of an ended run (same workflow id, a new execution)."""
-    await client.start_workflow(
-        FlowRunWorkflow.run,
-        FlowRunInput(run_id, attempt),
-        id=flow_workflow_id(run_id),
-        task_queue=settings.task_queue,
-        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-    )
+
+    async def start() -> None:
+        await client.start_workflow(
+            FlowRunWorkflow.run,
+            FlowRunInput(run_id, attempt),
+            id=flow_workflow_id(run_id),
+            task_queue=settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+
+    try:
+        await start()
+    except WorkflowAlreadyStartedError:
+        # The run's last activity marks it ended in the DB; the execution may still be
+        # finishing (waking its task). Let it end, then start the next attempt.
+        previous = client.get_workflow_handle(flow_workflow_id(run_id))
+        try:
+            await asyncio.wait_for(previous.result(), timeout=PREVIOUS_ATTEMPT_WAIT_SECONDS)
+        except WorkflowFailureError:
+            pass  # it ended, which is all that matters here
+        except TimeoutError as e:
+            raise Conflict(f"flow run {run_id} is still finishing; try again shortly") from e
+        await start()
 
 
 async def signal_flow_node(client: Client, call_id: str, order_id: str, status: str) -> bool:
