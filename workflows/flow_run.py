@@ -17,10 +17,11 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
     from flows.graph import descendants, ready_nodes
+    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_still_open
     from workflows.flow_types import (
         CloseInput,
         FlowEvent,
@@ -31,14 +32,11 @@ with workflow.unsafe.imports_passed_through():
         NodeOutcome,
         RunResult,
     )
-    from workflows.types import CardRef, CardState, GenerationEvent, OrderRef, OrderState
+    from workflows.types import GenerationEvent, OrderRef, OrderState
 
 FLOW_KEY = SearchAttributeKey.for_keyword("LomoFlowId")
 FLOW_STATUS_KEY = SearchAttributeKey.for_keyword("LomoFlowStatus")
 NODE_TIMEOUT = timedelta(minutes=2)
-DB_TIMEOUT = timedelta(seconds=30)
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
-FINAL_ORDER = ("succeeded", "failed")
 
 
 @workflow.defn(name="FlowRunWorkflow")
@@ -193,14 +191,7 @@ class FlowRunWorkflow:
                     timeout=timedelta(seconds=plan.card_wait_seconds),
                 )
             except TimeoutError:
-                st: CardState = await workflow.execute_activity(
-                    "card_state",
-                    CardRef(card_id),
-                    result_type=CardState,
-                    start_to_close_timeout=DB_TIMEOUT,
-                    retry_policy=RETRY,
-                )
-                if st.status != "open":
+                if not await card_still_open(card_id):
                     self.answered.add(card_id)
 
     async def _plan(self) -> FlowPlan:

@@ -11,16 +11,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from routing.types import RoutePlan, RouteRequest
+    from workflows.common import RETRY
     from workflows.task import TaskWorkflow
     from workflows.types import MainThreadInput, TaskInput
-
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
 
 @workflow.defn(name="MainThreadWorkflow")

@@ -10,10 +10,11 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY
     from workflows.types import (
         InboxEntry,
         StatusInput,
@@ -27,10 +28,7 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime("LomoWaitingSince")
 
 MODEL_TIMEOUT = timedelta(minutes=5)
 TOOL_TIMEOUT = timedelta(minutes=2)
-DB_TIMEOUT = timedelta(seconds=30)
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 WAITING_STATUSES = ("waiting_generation", "waiting_user", "paused")
-FINAL_ORDER = ("succeeded", "failed")
 LOCAL_DB_PATCH = "local-db-activities"
 
 

@@ -9,10 +9,10 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.types import CardRef, CardState, OrderRef, OrderState
+    from workflows.common import card_still_open
+    from workflows.types import OrderRef, OrderState
 
 from workflows.task_state import (
-    DB_TIMEOUT,
     FINAL_ORDER,
     RETRY,
     TOOL_TIMEOUT,
@@ -80,14 +80,7 @@ class TaskWaits(TaskState):
             )
         except TimeoutError:
             for card_id in sorted(set(self.open_cards) - self.answered):
-                st: CardState = await workflow.execute_activity(
-                    "card_state",
-                    CardRef(card_id),
-                    result_type=CardState,
-                    start_to_close_timeout=DB_TIMEOUT,
-                    retry_policy=RETRY,
-                )
-                if st.status != "open":
+                if not await card_still_open(card_id):
                     self.answered.add(card_id)
 
     async def _park_paused(self) -> None:

@@ -1,0 +1,29 @@
+"""What every workflow here shares: the retry and timeout of short DB activities, the final
+order states, and the re-read of a card whose wake-up may have been lost."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.types import CardRef, CardState
+
+DB_TIMEOUT = timedelta(seconds=30)
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+FINAL_ORDER = ("succeeded", "failed")
+
+
+async def card_still_open(card_id: str) -> bool:
+    """Ask the DB (an activity) whether the card is still unanswered: the signal that
+    would have said so may have been lost while no worker ran."""
+    st: CardState = await workflow.execute_activity(
+        "card_state",
+        CardRef(card_id),
+        result_type=CardState,
+        start_to_close_timeout=DB_TIMEOUT,
+        retry_policy=RETRY,
+    )
+    return st.status == "open"
