@@ -16,7 +16,7 @@ RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=time
 FINAL_ORDER = ("succeeded", "failed")
 
 
-async def card_still_open(card_id: str) -> bool:
+async def card_unanswered(card_id: str) -> bool:
     """Ask the DB (an activity) whether the card is still unanswered: the signal that
     would have said so may have been lost while no worker ran."""
     st: CardState = await workflow.execute_activity(

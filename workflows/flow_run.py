@@ -21,7 +21,7 @@ from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
     from flows.graph import descendants, ready_nodes
-    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_still_open
+    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
     from workflows.flow_types import (
         CloseInput,
         FlowEvent,
@@ -191,7 +191,7 @@ class FlowRunWorkflow:
                     timeout=timedelta(seconds=plan.card_wait_seconds),
                 )
             except TimeoutError:
-                if not await card_still_open(card_id):
+                if not await card_unanswered(card_id):
                     self.answered.add(card_id)
 
     async def _plan(self) -> FlowPlan:

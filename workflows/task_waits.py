@@ -9,7 +9,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.common import card_still_open
+    from workflows.common import card_unanswered
     from workflows.types import OrderRef, OrderState
 
 from workflows.task_state import (
@@ -80,7 +80,7 @@ class TaskWaits(TaskState):
             )
         except TimeoutError:
             for card_id in sorted(set(self.open_cards) - self.answered):
-                if not await card_still_open(card_id):
+                if not await card_unanswered(card_id):
                     self.answered.add(card_id)
 
     async def _park_paused(self) -> None:
