@@ -90,6 +90,7 @@ class Embedded:
     def __init__(self, tmp: Path, worker: bool = True, **env: str) -> None:
         self.tmp, self.with_worker, self.extra = tmp, worker, env
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.parts = ["temporal", "api", "worker"] if worker else ["temporal", "api"]
         self.db_url = f"sqlite+aiosqlite:///{tmp / 'lomo.db'}"
         self.api_url = ""
 
