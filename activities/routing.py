@@ -293,8 +293,17 @@ class RoutingActivities:
         )
 
     async def _recorded(self, s: AsyncSession, key: str) -> RoutePlan | None:
+        """The plan stored for this item. Returned as is to a retry of the activity that
+        stored it (its workflow has not handed it over yet); to any other activity, flagged
+        as a repeat: the item was handed to the main thread twice (an api retry)."""
         rec = await s.get(RoutingRecord, key)
-        return RoutePlan(**rec.plan) if rec is not None else None
+        if rec is None:
+            return None
+        fields = dict(rec.plan)
+        by = fields.pop(_BY, None)
+        plan = RoutePlan(**fields)
+        plan.repeat = by is not None and by != _origin()
+        return plan
 
     async def _message(self, s: AsyncSession, user_id: str, message_id: str) -> MessageRow:
         msg = await s.get(MessageRow, message_id)
@@ -326,7 +335,7 @@ class RoutingActivities:
                 key=key or msg.id,
                 user_id=msg.user_id,
                 message_id=msg.id,
-                plan=_plan_dict(plan),
+                plan={**_plan_dict(plan), _BY: _origin()},
                 candidates=shown,
                 model_calls=calls,
             )
@@ -342,6 +351,17 @@ class RoutingActivities:
 
     def all(self) -> list[Any]:
         return [self.route_message, self.route_failed]
+
+
+_BY = "_routed_by"
+
+
+def _origin() -> str:
+    """Which activity routes: one activity's attempts share it, a second one does not."""
+    if not activity.in_activity():
+        return ""
+    info = activity.info()
+    return f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
 
 
 def _plan_dict(plan: RoutePlan) -> dict[str, Any]:

@@ -34,3 +34,7 @@ class RoutePlan:
     restart: bool = False
     turn: int = 0  # the task's last turn, for a restart
     promote: bool = False  # lightweight → persistent before delivering
+    # The item was routed before by another activity (a second hand-off of the same
+    # message after an api retry): its hand-over happened or is happening there, so the
+    # main thread must not deliver it or start its task a second time.
+    repeat: bool = False

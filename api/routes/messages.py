@@ -63,74 +63,109 @@ async def accept_message(
             limit_chars=settings.max_message_chars,
         )
     async with db.session() as s:
-        if body.client_message_id:
-            old = await s.scalar(
-                select(MessageRow).where(
-                    MessageRow.user_id == user.id,
-                    MessageRow.client_message_id == body.client_message_id,
-                )
-            )
-            if old is not None:  # the same client message again changes nothing
-                return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
-        # Explicit targets (task, card, an object of exactly one task) are settled here with
-        # no model call, after checking the task can take the message (article §3.1).
-        target = await resolve_target(s, user.id, task_id, body.card_id, body.object_id)
-        task_id = target.task_id
-        # Everything the message points at must be the person's, with or without a task:
-        # another person's object is 404 and nothing is kept.
-        objects = list(dict.fromkeys(o for o in (body.object_id, *body.attachments) if o))
-        for oid in objects:
-            await get_object(s, user.id, oid)
-        # A finished task (e.g. a completed lightweight one) is started again in place by
-        # the main thread; the routing is still deterministic.
-        direct = task_id is not None and not target.restart
-        msg = MessageRow(
-            id=new_id("msg"),
-            user_id=user.id,
-            text=body.text,
-            client_message_id=body.client_message_id,
-            target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
-            routing_status="routed" if direct else "pending",
-            deterministic=task_id is not None,
-            decision="existing" if task_id else None,
-            task_id=task_id,
-            channel=channel,
-        )
-        s.add(msg)
-        try:
-            await s.flush()
-        except IntegrityError:  # a concurrent duplicate won the race
-            await s.rollback()
-            return await accept_message(body, user, db, settings, temporal, task_id, channel)
-        await append_event(s, user.id, "message.received", {"message_id": msg.id})
-        if task_id and channel == "api":
-            # A task driven through the open API confirms each paid call (§8.4).
-            await set_autonomy(s, user.id, task_id, "ask")
-        if task_id:
-            # The task references what the message points at (change notices follow it).
+        old = await _same_client_message(s, user.id, body.client_message_id)
+        if old is None:
+            # Explicit targets (task, card, an object of exactly one task) are settled here
+            # with no model call, after checking the task can take the message (§3.1).
+            target = await resolve_target(s, user.id, task_id, body.card_id, body.object_id)
+            task_id = target.task_id
+            # Everything the message points at must be the person's, with or without a
+            # task: another person's object is 404 and nothing is kept.
+            objects = list(dict.fromkeys(o for o in (body.object_id, *body.attachments) if o))
             for oid in objects:
-                await link_task(s, task_id, oid)
-        if direct:
-            await append_event(
-                s,
-                user.id,
-                "message.routed",
-                {"message_id": msg.id, "task_id": task_id, "deterministic": True},
+                await get_object(s, user.id, oid)
+            # A finished task (e.g. a completed lightweight one) is started again in place
+            # by the main thread; the routing is still deterministic.
+            direct = task_id is not None and not target.restart
+            msg = MessageRow(
+                id=new_id("msg"),
+                user_id=user.id,
+                text=body.text,
+                client_message_id=body.client_message_id,
+                target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
+                routing_status="routed" if direct else "pending",
+                deterministic=task_id is not None,
+                decision="existing" if task_id else None,
+                task_id=task_id,
+                channel=channel,
             )
-    # Persisted first (evidence), handed over second: a crash in between leaves a pending
-    # message that the same client_message_id can push again.
+            s.add(msg)
+            try:
+                await s.flush()
+            except IntegrityError:  # a concurrent duplicate won the race
+                await s.rollback()
+                return await accept_message(body, user, db, settings, temporal, task_id, channel)
+            await append_event(s, user.id, "message.received", {"message_id": msg.id})
+            if task_id and channel == "api":
+                # A task driven through the open API confirms each paid call (§8.4).
+                await set_autonomy(s, user.id, task_id, "ask")
+            if task_id:
+                # The task references what the message points at (change notices follow).
+                for oid in objects:
+                    await link_task(s, task_id, oid)
+            if direct:
+                await append_event(
+                    s,
+                    user.id,
+                    "message.routed",
+                    {"message_id": msg.id, "task_id": task_id, "deterministic": True},
+                )
+    if old is not None:
+        # The same client message again stores nothing new, but unless it has visibly
+        # arrived it is handed over again: the first attempt may have stored it and then
+        # not reached Temporal (a 500, or the client gave up waiting), and a 202 must mean
+        # the message is on its way. Both hand-offs are idempotent (see below).
+        if not _arrived(old):
+            await _hand_over(temporal, settings, user.id, old.id, _direct_task(old))
+        return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
+    # Persisted first (evidence), handed over second: a crash in between leaves a stored
+    # message that the client's retry with the same client_message_id hands over.
+    await _hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
+    return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
+
+
+async def _same_client_message(s: Any, user_id: str, client_id: str | None) -> MessageRow | None:
+    if not client_id:
+        return None
+    row: MessageRow | None = await s.scalar(
+        select(MessageRow).where(
+            MessageRow.user_id == user_id, MessageRow.client_message_id == client_id
+        )
+    )
+    return row
+
+
+def _direct_task(m: MessageRow) -> str | None:
+    """The task the api delivered the message to itself (not through the main thread)."""
+    return m.task_id if m.deterministic and m.routing_status == "routed" else None
+
+
+def _arrived(m: MessageRow) -> bool:
+    """Visibly past the hand-off: routed by the main thread, or read by its task. A direct
+    message is "routed" from the start, so only its task having read it counts."""
+    if _direct_task(m) is not None:
+        return m.processed_turn is not None
+    return m.routing_status != "pending"
+
+
+async def _hand_over(
+    temporal: Any, settings: Any, user_id: str, message_id: str, direct_task: str | None
+) -> None:
+    """To the task itself (an explicit target) or to the main thread. Repeating it is
+    harmless: the task's inbox and the main thread's queue hold an id once, the routing
+    activity returns a recorded plan flagged as a repeat (nothing handed over twice), and
+    extraction skips a message it already read."""
     # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
     # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
-    extraction = asyncio.create_task(request_extraction(temporal, settings, user.id, msg.id))
+    extraction = asyncio.create_task(request_extraction(temporal, settings, user_id, message_id))
     try:
-        if direct and task_id:
-            await deliver_to_task(temporal, task_id, msg.id)
+        if direct_task:
+            await deliver_to_task(temporal, direct_task, message_id)
             MESSAGES_ROUTED.labels("deterministic").inc()
         else:
-            await route_via_main(temporal, settings, user.id, msg.id)
+            await route_via_main(temporal, settings, user_id, message_id)
     finally:
         await extraction
-    return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 
 
 @router.post("/messages", status_code=202)

@@ -1,0 +1,172 @@
+"""A message the api stored is never lost between the database and Temporal (issue 15).
+
+The scenario harness on Postgres crashed every ~10 s once saw a message answered 202 and
+never routed. The cause: the api stores the message, commits, then hands it to Temporal;
+when that hand-off failed (Temporal restarting, or a commit whose answer the crash ate) the
+client got a 500 and sent the same client_message_id again, and the retry found the stored
+row and answered 202 without handing it over. These tests fail the hand-off at exactly that
+point, on both databases, then retry as a client does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+import api.routes.messages as messages_route
+from api.dispatch import route_via_main
+from tests.helpers import eventually
+from tests.stack import Stack, running_stack
+
+CAT = "Generate an image of a red tabby cat"
+
+
+def _fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """The api's hand-off `name` raises once, as when the dev server is down; the row is
+    committed by then."""
+    real = getattr(messages_route, name)
+    failed: list[str] = []
+
+    async def flaky(*args: Any) -> Any:
+        if not failed:
+            failed.append(str(args))
+            raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
+        return await real(*args)
+
+    monkeypatch.setattr(messages_route, name, flaky)
+    return failed
+
+
+async def _message(stack: Stack, mid: str) -> dict[str, Any]:
+    r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    return data
+
+
+async def _refused(request: Awaitable[httpx.Response]) -> None:
+    """The client sees the failed hand-off as a 500 or a dropped connection."""
+    try:
+        r = await request
+    except httpx.TransportError:
+        return
+    assert r.status_code == 500, r.text
+
+
+async def _again(stack: Stack, path: str, body: dict[str, Any]) -> httpx.Response:
+    """The client's retry. The server closes a connection after a 500, so the pooled one
+    may be dead: a client sends again on a new one (as the scenario person does)."""
+    for _ in range(3):
+        try:
+            return await stack.api.post(path, json=body, headers=stack.auth)
+        except httpx.TransportError:
+            continue
+    raise AssertionError(f"POST {path} never answered")
+
+
+async def _post(stack: Stack, cid: str) -> httpx.Response:
+    return await _again(stack, "/v1/messages", {"text": CAT, "client_message_id": cid})
+
+
+async def test_a_retry_hands_over_a_message_whose_first_hand_off_failed(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue
+    ) as stack:
+        failed = _fail_once(monkeypatch, "route_via_main")
+        await _refused(_post(stack, "cid-1"))  # stored, not handed over
+        assert failed
+        r = await _post(stack, "cid-1")  # the client's retry: the same message
+        assert r.status_code == 202, r.text
+        mid = r.json()["message_id"]
+
+        async def routed() -> Any:
+            m = await _message(stack, mid)
+            return m if m["routing"].get("task_id") else None
+
+        m = await eventually(routed, within=60)
+        assert m["routing"]["decision"] == "lightweight"
+
+
+async def test_a_retry_delivers_a_direct_message_whose_first_delivery_failed(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue
+    ) as stack:
+        # A persistent task (it waits on its price card) takes messages itself: the direct
+        # path, no main thread.
+        r = await stack.api.post(
+            "/v1/messages",
+            json={"text": "Make me a series of retro-style brand posters"},
+            headers=stack.auth,
+        )
+        first = r.json()["message_id"]
+
+        async def task_of_first() -> Any:
+            return (await _message(stack, first))["routing"].get("task_id")
+
+        task_id = await eventually(task_of_first, within=60)
+        failed = _fail_once(monkeypatch, "deliver_to_task")
+        later = {"text": "Make it a bit darker", "client_message_id": "cid-2"}
+        await _refused(
+            stack.api.post(f"/v1/tasks/{task_id}/messages", json=later, headers=stack.auth)
+        )
+        assert failed
+        r = await _again(stack, f"/v1/tasks/{task_id}/messages", later)
+        assert r.status_code == 202, r.text
+        mid = r.json()["message_id"]
+
+        async def read_by_task() -> Any:
+            return (await _message(stack, mid)).get("processed")
+
+        seen = await eventually(read_by_task, within=90)
+        assert seen["task_id"] == task_id
+
+
+async def test_a_message_handed_to_the_main_thread_twice_is_handed_over_once(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """Both the first request and the retry may reach Temporal (the client gave up waiting
+    on the first): the main thread routes the id again and must neither start its task a
+    second time nor stop (a child with a running task's id would fail the main thread)."""
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue
+    ) as stack:
+        r = await _post(stack, "cid-a")
+        mid = r.json()["message_id"]
+
+        async def routed(m_id: str) -> Any:
+            return (await _message(stack, m_id))["routing"].get("task_id")
+
+        task_id = await eventually(lambda: routed(mid), within=60)
+        await route_via_main(temporal_client, stack.settings, stack.user_id, mid)
+        # FIFO: once a later message is routed, the repeat was handled before it.
+        r = await stack.api.post(
+            "/v1/messages",
+            json={"text": "Generate an image of a teapot", "client_message_id": "cid-b"},
+            headers=stack.auth,
+        )
+        later = r.json()["message_id"]
+        assert await eventually(lambda: routed(later), within=60) != task_id
+        main = await temporal_client.get_workflow_handle(f"main:{stack.user_id}").describe()
+        assert main.status == WorkflowExecutionStatus.RUNNING
+        runs = [w async for w in temporal_client.list_workflows(f'WorkflowId = "task:{task_id}"')]
+        assert len(runs) == 1, [(w.run_id, w.status) for w in runs]
