@@ -18,12 +18,14 @@ from lomo.settings import Settings
 from workspace.store import BlobStore
 
 
-def get_settings_dep(request: Request) -> Settings:
+# Every dependency is `async def`, even when it awaits nothing: FastAPI runs a plain `def`
+# in its thread pool, a thread hop per dependency per request.
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_db(request: Request) -> Database:
+async def get_db(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
 
@@ -38,7 +40,7 @@ async def get_temporal(request: Request) -> Client:
     return client
 
 
-def get_assets(request: Request) -> BlobStore:
+async def get_assets(request: Request) -> BlobStore:
     store: BlobStore = request.app.state.assets
     return store
 
@@ -61,13 +63,13 @@ async def current_user(
     return user
 
 
-def current_channel(request: Request, _: Annotated[User, Depends(current_user)]) -> str:
+async def current_channel(request: Request, _: Annotated[User, Depends(current_user)]) -> str:
     """`app` for the person's own token, `api` for an open-API token."""
     channel: str = request.state.channel
     return channel
 
 
-def require_admin(
+async def require_admin(
     settings: Annotated[Settings, Depends(get_settings_dep)],
     authorization: Annotated[str | None, Header()] = None,
 ) -> None:
