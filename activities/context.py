@@ -1,15 +1,22 @@
 """The context builder: stable prefix first, dynamic tail last (ARCHITECTURE §2, article §6).
 
-Layers, in the order the API reads them (tools, system, messages), with cache breakpoints:
-  stable_prefix     the core tools (breakpoint 1), system rules and the profile snapshot
-                    (breakpoint 2; the loaded domains' tools sit between the two, so a
-                    domain load never changes a byte before breakpoint 1)
-  segment_summaries the opening request verbatim, then one summary per closed segment,
-                    appended, never rewritten (breakpoint 3)
-  recent_messages   the steps of the open segments verbatim (breakpoint 4 after the last)
+Layers, in the order the API reads them (tools, system, messages), with cache breakpoints
+(at most four):
+  stable_prefix     the core tools, every domain's tools sent deferred (not in the prompt
+                    until loaded), the system rules (breakpoint 1: long enough to be cached
+                    alone) and the profile snapshot (breakpoint 2)
+  segment_summaries the opening request verbatim, then one summary per closed segment with
+                    the profile additions of its steps, appended, never rewritten
+                    (breakpoint 3); then the runtime's loads of the domains carried over
+  recent_messages   the steps of the open segments verbatim, with domain loads (tool
+                    references the API expands in place) and profile additions where they
+                    happened (breakpoint 4 after the last)
   dynamic_tail      task, checklist, cards, jobs, notices, retrieved memories
-Each step records fingerprints of these parts, and why the stable prefix changed against
-the previous step (a domain load, a profile version), so an unexplained change is visible.
+A domain load or a profile addition appends; a segment close appends its summary and
+rewrites only the verbatim steps after it, which is where unused domains are unloaded. Each
+step records fingerprints of these parts, why the bytes before the history changed (a
+profile correction, new tool definitions) and what was appended, so an unexplained change
+is visible.
 """
 
 from __future__ import annotations
@@ -24,7 +31,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.checklist import load_items
-from activities.context_tools import loaded_domains, tools_text, visible_tools
+from activities.context_tools import (
+    DOMAINS,
+    call_order,
+    domain_tool_names,
+    loaded_domains,
+    request_tools,
+    tools_text,
+)
 from activities.segments import ContextPolicy, seen_in, step_line
 from activities.toolkit import Tool
 from flows.graph import run_of_call
@@ -38,6 +52,7 @@ from llm.types import (
     TextBlock,
     ToolResultBlock,
     ToolSpec,
+    ToolUseBlock,
 )
 from lomo.db.context import ContextSegment
 from lomo.db.models import (
@@ -86,6 +101,7 @@ class BuiltContext:
     layers: list[dict[str, Any]]
     reported_orders: list[str] = field(default_factory=list)  # finished jobs shown now
     prefix: dict[str, Any] = field(default_factory=dict)  # fingerprints and change reasons
+    visible_tools: list[str] = field(default_factory=list)  # core and loaded, not deferred
 
 
 async def build_context(
@@ -136,13 +152,40 @@ async def build_context(
 
     size = policy.segment_steps
     closed = policy.closed(len(all_steps))
+    boundary = closed * size
+    n_now = len(all_steps)
+    by_step: dict[tuple[int, int], list[ToolCall]] = {}
+    for c in call_rows:
+        by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
+    prev = all_steps[-1].context.get("prefix") if all_steps else None
+    profile = _profile_layout(prev, extras, n_now)
+
+    def step_calls(steps: list[ModelStep]) -> list[ToolCall]:
+        return [c for st in steps for c in by_step.get((st.turn, st.step), [])]
+
+    # Domains carried over the compression boundary: those used in the segment that closed
+    # or in the steps still verbatim when it closed (fixed until the next close); a domain
+    # not used there is unloaded, its tool definitions leave the context with its load.
+    carried = (
+        _in_domain_order(
+            loaded_domains(
+                step_calls(kept(all_steps[boundary - size : boundary + policy.recent_steps])),
+                tools,
+            )
+        )
+        if closed
+        else []
+    )
     summary_texts: list[str] = []
     cache_points: list[list[int]] = []
+    summaries_sha = _sha([])
     if closed:
         # The request that started the task stays verbatim (article §6.4: the task always
-        # in view); each closed segment follows as one summary, appended in order.
+        # in view); each closed segment follows as one summary, appended in order, with the
+        # profile additions of its steps after it: a close only appends to this message.
         first = all_steps[0]
         opening = [TextBlock(text=m.text) for m in seen_in(msgs, first.turn, first.step)]
+        blocks: list[Block] = list(opening)
         for k in range(closed):
             seg_steps = all_steps[k * size : (k + 1) * size]
             row = summaries.get(k)
@@ -153,20 +196,81 @@ async def build_context(
             summary_texts.append(
                 f"[runtime] summary of steps {k * size + 1}–{(k + 1) * size}: {text}"
             )
-        add("user", [*opening, *(TextBlock(text=t) for t in summary_texts)])
+            blocks.append(TextBlock(text=summary_texts[-1]))
+            blocks.extend(
+                TextBlock(text=t) for at, t in profile.notes if k * size <= at < (k + 1) * size
+            )
+        add("user", blocks)
         cache_points.append(point())
-    for s in kept(all_steps[closed * size :]):
+        summaries_sha = _sha([asdict(b) for b in conversation[0].content])
+        if carried:  # the runtime keeps them loaded: one load per carried domain
+            add(
+                "assistant",
+                [
+                    ToolUseBlock(
+                        id=f"toolu_keep_{closed}_{d}", name="load_tools", input={"domain": d}
+                    )
+                    for d in carried
+                ],
+            )
+            add(
+                "user",
+                [
+                    ToolResultBlock(
+                        tool_use_id=f"toolu_keep_{closed}_{d}",
+                        content="",
+                        tool_refs=domain_tool_names(tools, d),
+                    )
+                    for d in carried
+                ],
+            )
+    visible = list(carried)
+    for i, s in enumerate(all_steps[boundary:], start=boundary):
+        for at, t in profile.notes:
+            if at == i:
+                add("user", [TextBlock(text=t)])
+        if (s.turn, s.step) in extras.excluded_steps:
+            continue
         for m in seen_in(msgs, s.turn, s.step):
             add("user", [TextBlock(text=m.text)])
         resp = ModelResponse.from_dict(s.response)
         add("assistant", list(resp.content))
         results: list[Block] = []
+        implicit: list[str] = []
         for tu in resp.tool_uses:
             call = calls.get(tu.id)
             shown = _visible(call.result) if call and call.result else {"status": "missing"}
+            loads = loaded_domains([call], tools) if call else []
+            new = [d for d in loads if d not in visible]
+            visible.extend(new)
+            if tu.name == "load_tools" and new:
+                refs = [n for d in new for n in domain_tool_names(tools, d)]
+                results.append(ToolResultBlock(tool_use_id=tu.id, content="", tool_refs=refs))
+                continue
+            implicit.extend(new)  # a domain tool called unloaded: loaded from now on
             results.append(ToolResultBlock(tool_use_id=tu.id, content=json.dumps(shown)))
         if results:
             add("user", results)
+        if implicit:
+            uses = [
+                ToolUseBlock(
+                    id=f"toolu_load_{s.turn}_{s.step}_{d}", name="load_tools", input={"domain": d}
+                )
+                for d in implicit
+            ]
+            add("assistant", list(uses))
+            add(
+                "user",
+                [
+                    ToolResultBlock(
+                        tool_use_id=u.id, content="", tool_refs=domain_tool_names(tools, d)
+                    )
+                    for u, d in zip(uses, implicit, strict=True)
+                ],
+            )
+    for at, t in profile.notes:
+        if at == n_now:
+            add("user", [TextBlock(text=t)])
     for mid in message_ids:
         if mid in msgs:
             add("user", [TextBlock(text=msgs[mid].text)])
@@ -183,35 +287,42 @@ async def build_context(
     tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
     add("user", [TextBlock(text=tail)])
 
-    domains = loaded_domains(call_rows, tools)
-    specs = visible_tools(tools, domains)
+    specs = request_tools(tools)
     rules = SYSTEM_RULES + "\n" + tools_text(tools)
-    system = [SystemBlock(text=rules, cache=not extras.profile)]
-    if extras.profile:
-        system.append(SystemBlock(text=extras.profile, cache=True))
+    # Breakpoints (at most four): after the core tools and the rules (one prefix long
+    # enough to be cached on its own), after the profile snapshot, after the summaries,
+    # after the history.
+    system = [SystemBlock(text=rules, cache=True)]
+    if profile.base_text:
+        system.append(SystemBlock(text=profile.base_text, cache=True))
     request = ModelRequest(
         system=system, messages=conversation, tools=specs, cache_points=cache_points
     )
-    core = [_spec_dict(t) for t in specs if tools[t.name].domain == "core"]
-    loaded = [_spec_dict(t) for t in specs if tools[t.name].domain != "core"]
+    core = [_spec_dict(t) for t in specs if not t.deferred]
+    deferred = [_spec_dict(t) for t in specs if t.deferred]
+    loaded = [_spec_dict(t) for d in visible for t in specs if tools[t.name].domain == d]
     history_dicts = [asdict(b) for b in history]
     prefix = {
-        "core_sha": _sha(core),
-        "stable_sha": _sha([core, loaded, rules, extras.profile]),
-        "summaries_sha": _sha(history_dicts[: cache_points[0][1] + 1] if closed else []),
+        "core_sha": _sha([core, deferred]),
+        "stable_sha": _sha([core, deferred, rules, profile.base_text]),
+        "summaries_sha": summaries_sha,
         "history_blocks": len(history_dicts),
         "history_sha": _sha(history_dicts),
-        "domains": domains,
+        "domains": visible,
+        "carried": carried,
         "profile_version": extras.profile_version,
+        "profile_state": profile.state,
         "core_tool_tokens": estimate_tokens(json.dumps(core)),
         "loaded_tool_tokens": estimate_tokens(json.dumps(loaded)) if loaded else 0,
     }
-    prev = all_steps[-1].context.get("prefix") if all_steps else None
-    cached = _compare(prefix, prev, history_dicts)
+    cached = _compare(prefix, prev, history_dicts, profile.appended)
     texts = [
         (
             "stable_prefix",
-            json.dumps(core) + "\n" + rules + ("\n" + extras.profile if extras.profile else ""),
+            json.dumps(core)
+            + "\n"
+            + rules
+            + ("\n" + profile.base_text if profile.base_text else ""),
         ),
         ("loaded_tools", json.dumps(loaded) if loaded else ""),
         ("segment_summaries", "\n".join(summary_texts)),
@@ -222,7 +333,9 @@ async def build_context(
         {"name": n, "text": t, "tokens": estimate_tokens(t) if t else 0, "cached": cached[n]}
         for n, t in texts
     ]
-    return BuiltContext(request, layers, reported_now, prefix)
+    names = [t.name for t in specs if not t.deferred]
+    names += [t.name for d in visible for t in specs if tools[t.name].domain == d]
+    return BuiltContext(request, layers, reported_now, prefix, names)
 
 
 def _spec_dict(t: ToolSpec) -> dict[str, Any]:
@@ -230,11 +343,17 @@ def _spec_dict(t: ToolSpec) -> dict[str, Any]:
 
 
 def _compare(
-    now: dict[str, Any], prev: dict[str, Any] | None, history: list[dict[str, Any]]
+    now: dict[str, Any],
+    prev: dict[str, Any] | None,
+    history: list[dict[str, Any]],
+    appended: str | None,
 ) -> dict[str, Any]:
     """Which layers repeat the previous step's bytes (what the prompt cache can serve), and
-    why the stable prefix changed. Sets now["changes"] (empty: unchanged)."""
+    why the stable prefix changed. Sets now["changes"] (reasons the bytes before the
+    history changed; empty: unchanged) and now["events"] (what was appended or dropped
+    without touching them: domain loads and unloads, profile additions)."""
     now["changes"] = []
+    now["events"] = []
     if prev is None:
         return dict.fromkeys(
             (
@@ -246,30 +365,100 @@ def _compare(
             ),
             False,
         )
+    before = prev.get("domains", [])
+    added = [d for d in now["domains"] if d not in before]
+    dropped = [d for d in before if d not in now["domains"]]
+    if added:
+        now["events"].append("domain load: " + ", ".join(added))
+    if dropped:
+        now["events"].append("domain unload: " + ", ".join(dropped))
+    if appended:
+        now["events"].append(appended)
     if now["core_sha"] != prev.get("core_sha"):
-        now["changes"].append("core tools changed (a new worker version)")
+        now["changes"].append("tool definitions changed (a new worker version)")
     if now["stable_sha"] != prev.get("stable_sha"):
-        added = [d for d in now["domains"] if d not in prev.get("domains", [])]
-        if added:
-            now["changes"].append("domain load: " + ", ".join(added))
-        if now["profile_version"] != prev.get("profile_version"):
+        if now["profile_version"] != prev.get("profile_version") and not appended:
             now["changes"].append(
                 f"profile v{prev.get('profile_version')} → v{now['profile_version']}"
             )
-        if not added and now["profile_version"] == prev.get("profile_version"):
+        elif now["core_sha"] == prev.get("core_sha"):
             now["changes"].append("unexplained")
     stable = now["stable_sha"] == prev.get("stable_sha")
     summaries = stable and now["summaries_sha"] == prev.get("summaries_sha")
     k = int(prev.get("history_blocks", 0))
-    repeated = summaries and k > 0 and _sha(history[:k]) == prev.get("history_sha")
+    repeated = stable and k > 0 and _sha(history[:k]) == prev.get("history_sha")
     return {
         "stable_prefix": now["core_sha"] == prev.get("core_sha") and stable,
-        "loaded_tools": stable and bool(now["domains"]),
+        "loaded_tools": bool(now["domains"]) and (repeated or summaries),
         "segment_summaries": summaries,
         # The history up to the previous step is read; what this step added is written.
         "recent_messages": "partly" if repeated else False,
         "dynamic_tail": False,
     }
+
+
+@dataclass
+class _Profile:
+    state: dict[str, Any]
+    base_text: str  # the snapshot in the system prompt
+    notes: list[tuple[int, str]]  # (step ordinal, text): additions appended in the history
+    appended: str | None  # this step's addition, if any
+
+
+def _line_sha(line: str) -> str:
+    return hashlib.sha256(line.encode()).hexdigest()[:12]
+
+
+def _profile_layout(prev: dict[str, Any] | None, extras: ContextExtras, n: int) -> _Profile:
+    """The profile as a snapshot plus appended additions. A new version that only adds lines
+    is appended to the history at the step it appeared (the snapshot and everything after
+    it stay byte-identical); one that removes or changes a line (a correction, forgetting)
+    replaces the snapshot at once, so nothing stale stays in the context. Only line hashes
+    are kept between steps, never the profile's words."""
+    lines = extras.profile.split("\n") if extras.profile else []
+    header, items = (lines[0], lines[1:]) if lines else ("", [])
+    by_sha = {_line_sha(i): i for i in items}
+    state = (prev or {}).get("profile_state")
+    appended = None
+    if state is not None:
+        known = set(state["base"]) | {h for note in state["notes"] for h in note["lines"]}
+        if not known <= set(by_sha):
+            state = None  # a line went away or changed: the snapshot is rewritten
+        elif state["version"] != extras.profile_version:
+            new = [h for h in by_sha if h not in known]
+            notes = state["notes"] + (
+                [{"at": n, "version": extras.profile_version, "lines": new}] if new else []
+            )
+            state = {**state, "version": extras.profile_version, "notes": notes}
+            appended = (
+                f"profile v{state['base_version']} + additions → v{extras.profile_version} "
+                "(appended)"
+            )
+    if state is None:
+        v = extras.profile_version
+        state = {
+            "version": v,
+            "base_version": v,
+            "header": header,
+            "base": list(by_sha),
+            "notes": [],
+        }
+    base = [by_sha[h] for h in state["base"]]
+    base_text = state["header"] + "\n" + "\n".join(base) if base else ""
+    notes = [
+        (
+            int(note["at"]),
+            f"[runtime] the person's profile changed (v{note['version']}); it now also says:\n"
+            + "\n".join(by_sha[h] for h in note["lines"]),
+        )
+        for note in state["notes"]
+    ]
+    return _Profile(state, base_text, notes, appended)
+
+
+def _in_domain_order(domains: list[str]) -> list[str]:
+    rank = {d: i for i, d in enumerate(DOMAINS)}
+    return sorted(domains, key=lambda d: (rank.get(d, len(rank)), d))
 
 
 def _render(m: Message) -> str:

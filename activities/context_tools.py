@@ -1,11 +1,15 @@
 """Domain tools on demand and large outputs outside the context (article §6.2, §6.3).
 
-The stable prefix lists only the core tools and `load_tools`; a domain's tools (image,
-video, audio, 3d, documents, flows, memory, budget) are appended after the cache breakpoint
-once the model loaded that domain, so the bytes before it never change. Visibility is not
-authorization: every tool checks its own preconditions on the server. A call to a tool
-whose domain is not loaded runs through those same checks, loads the domain for the next
-steps and says so in its result.
+The stable prefix holds only the core tools and `load_tools`; a domain's tools (image,
+video, audio, 3d, documents, flows, memory, budget) are sent with `defer_loading`, which
+keeps them out of the prompt, and a load puts `tool_reference`s to them into the
+conversation (the `load_tools` result), where the API expands them: loading appends, it
+never changes a byte before the history's breakpoint. A domain stays loaded while its load
+is in the verbatim history; at a compression boundary (a segment closing) only the domains
+used in the closed segment or the steps after it are carried over, the others are unloaded
+and the tool block shrinks again. Visibility is not authorization: every tool checks its
+own preconditions on the server. A call to a tool whose domain is not loaded runs through
+those same checks, loads the domain for the next steps and says so in its result.
 
 A tool result longer than `tool_output_inline_chars` is kept in `tool_outputs`; the context
 carries a short preview and the handle, and `read_output(handle, offset, limit)` pages.
@@ -23,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
-from lomo.db.models import ToolCall
+from lomo.db.models import ModelStep, ToolCall
 from lomo.ids import new_id
 
 # The order domains are offered in (the system text lists them in this order).
@@ -50,14 +54,21 @@ def loaded_domains(calls: Iterable[ToolCall], tools: dict[str, Tool]) -> list[st
     return order
 
 
-def visible_tools(tools: dict[str, Tool], domains: list[str]) -> list[ToolSpec]:
-    """Core tools (a breakpoint after the last), then each loaded domain's tools."""
+def request_tools(tools: dict[str, Tool]) -> list[ToolSpec]:
+    """What every step sends: the core tools, then every domain's tools deferred (not in the
+    prompt until referenced), so the tools array never changes during a task."""
     core = [t.spec for t in tools.values() if t.domain == "core"]
-    if core:
-        last = core[-1]
-        core[-1] = ToolSpec(last.name, last.description, last.input_schema, cache=True)
-    extra = [t.spec for d in domains for t in tools.values() if t.domain == d]
+    extra = [
+        ToolSpec(t.spec.name, t.spec.description, t.spec.input_schema, deferred=True)
+        for d in domain_index(tools)
+        for t in tools.values()
+        if t.domain == d
+    ]
     return [*core, *extra]
+
+
+def domain_tool_names(tools: dict[str, Tool], domain: str) -> list[str]:
+    return [t.spec.name for t in tools.values() if t.domain == domain]
 
 
 def domain_index(tools: dict[str, Tool]) -> dict[str, list[str]]:
@@ -203,12 +214,21 @@ async def note_unloaded(
     """Why a call to a tool the model could not see still ran (or None if it was visible)."""
     if tool.domain == "core":
         return None
-    calls = [
-        c
-        for c in await s.scalars(select(ToolCall).where(ToolCall.task_id == task_id))
-        if call_order(c.call_id)[:2] < call_order(call_id)[:2]  # what the step could see
-    ]
-    if tool.domain in loaded_domains(calls, tools):
+    turn, step, _ = call_order(call_id)
+    row = await s.scalar(
+        select(ModelStep).where(
+            ModelStep.task_id == task_id, ModelStep.turn == turn, ModelStep.step == step
+        )
+    )
+    seen = (row.context.get("prefix") or {}).get("domains") if row is not None else None
+    if seen is None:  # no record of what the step saw: every earlier load counts
+        calls = [
+            c
+            for c in await s.scalars(select(ToolCall).where(ToolCall.task_id == task_id))
+            if call_order(c.call_id)[:2] < (turn, step)
+        ]
+        seen = loaded_domains(calls, tools)
+    if tool.domain in seen:
         return None
     return (
         f"{tool.name} belongs to the domain {tool.domain!r}, which was not loaded: it ran "

@@ -105,7 +105,7 @@ class RuntimeActivities:
                     step=inp.step,
                     context={
                         "layers": built.layers,
-                        "tools": [t.name for t in built.request.tools],
+                        "tools": built.visible_tools,
                         "reported_orders": built.reported_orders,
                         "prefix": built.prefix,
                     },

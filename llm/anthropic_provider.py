@@ -37,10 +37,16 @@ def _block_to_param(block: Block) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    content: Any = block.content
+    if block.tool_refs:
+        # Loading deferred tools: the API expands each reference in place, so the tools
+        # array (and everything cached before this point) stays byte-identical.
+        refs = [{"type": "tool_reference", "tool_name": n} for n in block.tool_refs]
+        content = [{"type": "text", "text": block.content}, *refs] if block.content else refs
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
-        "content": block.content,
+        "content": content,
         "is_error": block.is_error,
     }
 
@@ -64,10 +70,14 @@ def request_to_create_kwargs(request: ModelRequest, model: str) -> dict[str, Any
             "description": t.description,
             "input_schema": t.input_schema,
         }
-        if t.cache:
+        if t.deferred:
+            tool["defer_loading"] = True
+        elif t.cache:
             tool["cache_control"] = dict(_EPHEMERAL)
         tools.append(tool)
-    if tools and not any(t.cache for t in request.tools):
+    # Without deferred tools and without a tool breakpoint, one after the tools (a request
+    # with deferred tools places its breakpoints itself).
+    if tools and not any(t.cache or t.deferred for t in request.tools):
         tools[-1]["cache_control"] = dict(_EPHEMERAL)
     messages = [_message_to_param(m) for m in request.messages]
     for mi, bi in request.cache_points:

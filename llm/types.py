@@ -33,6 +33,9 @@ class ToolResultBlock:
     content: str
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
+    # Deferred tools this result makes visible (`tool_reference` blocks on the wire; the API
+    # expands each into the tool's definition at this place in the conversation).
+    tool_refs: list[str] = field(default_factory=list)
 
 
 Block = TextBlock | ToolUseBlock | ToolResultBlock
@@ -57,7 +60,9 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    cache: bool = False  # a cache breakpoint after this tool (the last core tool)
+    cache: bool = False  # a cache breakpoint after this tool
+    # Sent with `defer_loading`: not part of the prompt until a tool_reference loads it.
+    deferred: bool = False
 
 
 @dataclass
@@ -121,7 +126,10 @@ def block_from_dict(b: dict[str, Any]) -> Block:
     if b["type"] == "tool_use":
         return ToolUseBlock(id=b["id"], name=b["name"], input=b["input"])
     return ToolResultBlock(
-        tool_use_id=b["tool_use_id"], content=b["content"], is_error=b.get("is_error", False)
+        tool_use_id=b["tool_use_id"],
+        content=b["content"],
+        is_error=b.get("is_error", False),
+        tool_refs=list(b.get("tool_refs", [])),
     )
 
 

@@ -253,3 +253,42 @@ def cached_share(step: ModelStep) -> float:
     u = usage_of(step)
     total = u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
     return u["cache_read_input_tokens"] / total if total else 0.0
+
+
+def cached_prefix_until_first_breakpoint(body: dict[str, Any]) -> str:
+    """The bytes the API caches up to the request's first breakpoint, in its order (eager
+    tools, system, messages; deferred tools are not in the prompt), plus the deferred tool
+    list (a tool_reference expands from it, so it must not change either)."""
+    parts: list[Any] = []
+    for t in body.get("tools") or []:
+        if t.get("defer_loading"):
+            continue
+        parts.append(t)
+        if "cache_control" in t:
+            break
+    else:
+        for b in body.get("system") or []:
+            parts.append(b)
+            if "cache_control" in b:
+                break
+        else:
+            raise AssertionError("no breakpoint in the tools or the system prompt")
+    deferred = [t for t in body.get("tools") or [] if t.get("defer_loading")]
+    return json.dumps([parts, deferred], sort_keys=True)
+
+
+def unexplained_prefix_changes(
+    bodies: list[dict[str, Any]], prefixes: list[dict[str, Any]]
+) -> list[int]:
+    """The steps whose bytes up to the first breakpoint differ from the step before on the
+    wire without a recorded reason (a profile rewrite, new tool definitions), and those
+    whose record says "unexplained"."""
+    out = []
+    for i in range(1, len(bodies)):
+        changed = cached_prefix_until_first_breakpoint(
+            bodies[i]
+        ) != cached_prefix_until_first_breakpoint(bodies[i - 1])
+        reasons = [c for c in prefixes[i].get("changes", []) if c != "unexplained"]
+        if (changed and not reasons) or "unexplained" in prefixes[i].get("changes", []):
+            out.append(i)
+    return out

@@ -113,6 +113,8 @@ async def get_context(task_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
                 "loaded": prefix.get("loaded_tool_tokens", 0),
             },
             "prefix_changes": prefix.get("changes", []),
+            # Appended without touching the prefix: domain loads and unloads, profile additions.
+            "prefix_events": prefix.get("events", []),
             # What the model provider reported for that request (prompt-cache reads/writes).
             "usage": last.response.get("usage", {}),
         }

@@ -3,7 +3,8 @@
 The real ``anthropic`` SDK can be pointed at it with ``base_url``, so the whole HTTP path
 (serialization, headers, status codes, usage accounting) runs without a key. Answers come
 from a pluggable responder; prompt caching is simulated the way the API reports it (in the
-API's order: tools, system, messages): the longest prefix up to a ``cache_control``
+API's order: tools, system, messages; deferred tools only where a ``tool_reference`` loads
+them; at most four breakpoints): the longest prefix up to a ``cache_control``
 breakpoint, or a few blocks before one, that an earlier request wrote counts as
 ``cache_read_input_tokens``, the rest up to the last breakpoint as
 ``cache_creation_input_tokens`` (see ``account_cache``). Token counts are estimates
@@ -84,10 +85,17 @@ def _parse_block(b: Any) -> Block | None:
                 raise BadRequest("tool_use.input must be an object")
             return ToolUseBlock(id=str(b["id"]), name=str(b["name"]), input=raw)
         if kind == "tool_result":
+            inner = b.get("content")
+            refs = [
+                str(c.get("tool_name"))
+                for c in (inner if isinstance(inner, list) else [])
+                if isinstance(c, dict) and c.get("type") == "tool_reference"
+            ]
             return ToolResultBlock(
                 tool_use_id=str(b["tool_use_id"]),
-                content=_tool_result_text(b.get("content")),
+                content=_tool_result_text(inner),
                 is_error=bool(b.get("is_error", False)),
+                tool_refs=refs,
             )
     except KeyError as exc:
         raise BadRequest(f"{kind} block is missing {exc.args[0]!r}") from exc
@@ -139,6 +147,7 @@ def model_request_from_body(body: Any, purpose: str | None = None) -> ModelReque
                 name=str(t["name"]),
                 description=str(t.get("description", "")),
                 input_schema=dict(t.get("input_schema") or {}),
+                deferred=bool(t.get("defer_loading", False)),
             )
         )
     max_tokens = body.get("max_tokens")
@@ -163,10 +172,16 @@ class _Segment:
 
 
 def _segments(body: dict[str, Any]) -> list[_Segment]:
-    """The prompt as the API caches it: tools, then system, then message blocks."""
+    """The prompt as the API caches it: tools, then system, then message blocks. A tool sent
+    with `defer_loading` is not part of the prompt; a `tool_reference` in a tool result is
+    expanded into that tool's definition at its place in the conversation."""
     segs: list[_Segment] = []
+    deferred: dict[str, str] = {}
     for t in body.get("tools") or []:
-        plain = {k: v for k, v in t.items() if k != "cache_control"}
+        plain = {k: v for k, v in t.items() if k not in ("cache_control", "defer_loading")}
+        if t.get("defer_loading"):
+            deferred[str(t.get("name"))] = json.dumps(plain, sort_keys=True)
+            continue
         segs.append(_Segment(json.dumps(plain, sort_keys=True), "cache_control" in t))
     system = body.get("system")
     if isinstance(system, str):
@@ -181,10 +196,52 @@ def _segments(body: dict[str, Any]) -> list[_Segment]:
             continue
         for b in content or []:
             plain = {k: v for k, v in b.items() if k != "cache_control"}
+            if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+                plain["content"] = [
+                    deferred[str(c.get("tool_name"))]
+                    if isinstance(c, dict) and c.get("type") == "tool_reference"
+                    else c
+                    for c in b["content"]
+                ]
             segs.append(
                 _Segment(json.dumps(plain, sort_keys=True), b.get("cache_control") is not None)
             )
     return segs
+
+
+# The API accepts at most this many cache_control blocks in one request.
+MAX_BREAKPOINTS = 4
+
+
+def check_cache_markup(body: dict[str, Any]) -> None:
+    """What the API refuses with 400: more than four breakpoints, a breakpoint on a deferred
+    tool, a tool_reference to a tool that is not sent with defer_loading."""
+    tools = body.get("tools") or []
+    deferred = {t.get("name") for t in tools if isinstance(t, dict) and t.get("defer_loading")}
+    marks = sum(1 for t in tools if isinstance(t, dict) and "cache_control" in t)
+    if any(isinstance(t, dict) and t.get("defer_loading") and "cache_control" in t for t in tools):
+        raise BadRequest("a tool with defer_loading cannot have cache_control")
+    system = body.get("system")
+    if isinstance(system, list):
+        marks += sum(1 for b in system if isinstance(b, dict) and b.get("cache_control"))
+    for m in body.get("messages") or []:
+        content = m.get("content") if isinstance(m, dict) else None
+        for b in content if isinstance(content, list) else []:
+            if not isinstance(b, dict):
+                continue
+            marks += 1 if b.get("cache_control") else 0
+            inner = b.get("content") if b.get("type") == "tool_result" else None
+            for c in inner if isinstance(inner, list) else []:
+                if isinstance(c, dict) and c.get("type") == "tool_reference":
+                    if c.get("tool_name") not in deferred:
+                        raise BadRequest(
+                            f"tool_reference {c.get('tool_name')!r} names no deferred tool"
+                        )
+    if marks > MAX_BREAKPOINTS:
+        raise BadRequest(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {marks}."
+        )
 
 
 @dataclass
@@ -298,6 +355,7 @@ def create_standin_app(responder: Responder) -> FastAPI:
             return _error(400, "invalid_request_error", "streaming is not supported here")
         try:
             model_request = model_request_from_body(body, request.headers.get(PURPOSE_HEADER))
+            check_cache_markup(body)
         except BadRequest as exc:
             return _error(400, "invalid_request_error", str(exc))
         model = str(body.get("model", ""))
