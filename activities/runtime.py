@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -74,14 +75,13 @@ class RuntimeActivities:
             task = await s.get(Task, inp.task_id)
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-            task.turn = inp.turn
+            # The context shows the turn it is built for; the row itself is written with
+            # the stored step below, so building the context writes nothing (one read
+            # transaction, no writer's turn held while memory is searched).
+            set_committed_value(task, "turn", inp.turn)
             user_id, query = task.user_id, await _retrieval_query(s, task, inp.message_ids)
-        # Memory degrades to "none this step" on its own (timeout inside); never fails us.
-        mem = await memory_for_context(self.deps, user_id, inp.task_id, query)
-        async with self.db.session() as s:
-            task = await s.get(Task, inp.task_id)
-            assert task is not None
-            task.turn = inp.turn
+            # Memory degrades to "none this step" on its own (timeout inside); never fails.
+            mem = await memory_for_context(self.deps, user_id, inp.task_id, query)
             excl = await exclusions(s, user_id)
             extras = ContextExtras(
                 profile=mem.profile_text,
