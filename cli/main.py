@@ -223,6 +223,39 @@ def replay(
     _exit_past_temporal(0)
 
 
+@app.command("memory-vectors")
+def memory_vectors(
+    user: Annotated[str, typer.Option(help="the person's user id")],
+    text: Annotated[list[str], typer.Argument(help="texts to search for")],
+    limit: int = 20,
+    data_dir: DataDir = None,
+) -> None:
+    """Operator read path: the person's memory-index points nearest to each text, one JSON
+    line per text ({text, hits: [{id, memory_id, score}]}; a hit's id is a memory version
+    id). The embedded index belongs to the worker: run this only while no worker runs."""
+    from memory.services import MemoryServices
+    from vectors import open_vector_index
+    from vectors.embeddings import get_embedder
+
+    settings = _settings(data_dir)
+
+    async def run() -> None:
+        svc = MemoryServices(open_vector_index(settings), get_embedder(settings))
+        try:
+            await svc.ready()
+            for t, vec in zip(text, await svc.embed(list(text)), strict=True):
+                hits = await svc.index.search(svc.collection, vec, limit, {"user_id": user})
+                found = [
+                    {"id": h.id, "memory_id": h.payload.get("memory_id"), "score": h.score}
+                    for h in hits
+                ]
+                typer.echo(json.dumps({"text": t, "hits": found}, ensure_ascii=False))
+        finally:
+            await svc.index.close()
+
+    asyncio.run(run())
+
+
 @app.command()
 def scenarios(
     story: Annotated[list[str] | None, typer.Option("--story", help="only these stories")] = None,

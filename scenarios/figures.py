@@ -42,6 +42,17 @@ def language_of(text: str) -> str:
 
 
 @dataclass
+class VectorProbe:
+    """A person's removed facts and the memory versions still active at the end: after the
+    stack stops (the embedded index belongs to the worker), the memory index is searched
+    for each removed fact's text."""
+
+    user_id: str
+    facts: list[tuple[str, str]]  # (why, full text of the removed memory)
+    active: set[str]  # version ids of the person's active memories
+
+
+@dataclass
 class Figures:
     nudges: int = 0
     unneeded_confirmations: int = 0
@@ -57,6 +68,8 @@ class Figures:
     generations: int = 0
     failure: str = ""
     why: list[str] = field(default_factory=list)
+    # What the vector check (after the stack stopped) needs; not a figure itself.
+    probe: VectorProbe | None = None
 
     @property
     def language_kept(self) -> float:
@@ -121,7 +134,31 @@ def measure(person: Person) -> Figures:
     _resurfacing(f, person, events, tasks)
     _stale_writes(f, person)
     _lost(f, person, tasks)
+    f.probe = _probe(person)
     return f
+
+
+def _probe(person: Person) -> VectorProbe | None:
+    facts = [(m.why, t) for m in person.journal.marks for t in m.facts]
+    if not facts:
+        return None
+    active = {str(m["version_id"]) for m in person.memories() if m["status"] == "active"}
+    return VectorProbe(person.user_id, facts, active)
+
+
+def vector_resurfaced(f: Figures, probe: VectorProbe, found: list[dict[str, Any]]) -> None:
+    """Count each point of the person's memory index that a search for a removed fact's
+    text finds and that is no active memory version of theirs: the removed fact (or a
+    vector of it) still sits in the index, where retrieval can bring it back. `found` is
+    what `Stack.memory_vectors` read for the probe's facts, in order."""
+    stale: dict[str, str] = {}
+    for (why, text), res in zip(probe.facts, found, strict=True):
+        for hit in res["hits"]:
+            if hit["id"] not in probe.active and hit["id"] not in stale:
+                stale[hit["id"]] = f"{why} {text!r} still in the vector index as {hit['id']}"
+                stale[hit["id"]] += f" (memory {hit['memory_id']}, score {hit['score']:.2f})"
+    f.resurfaced += len(stale)
+    f.why += list(stale.values())
 
 
 def _confirmations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:

@@ -61,6 +61,7 @@ class Mark:
     words: tuple[str, ...]
     why: str  # "forgotten" | "corrected"
     own_task: str = ""  # the forget request's own task (its goal quotes the words)
+    facts: tuple[str, ...] = ()  # the removed memories' full texts (searched in the vectors)
 
 
 @dataclass
@@ -93,6 +94,7 @@ class Person:
         idle_grace: float = IDLE_GRACE_S,
     ) -> None:
         self.stack = stack
+        self.user_id = stack.users.get(token, "")
         self.lang = lang
         self.within = within
         self.patience = patience  # a busy task silent this long has stalled
@@ -267,6 +269,20 @@ class Person:
             raise ScenarioFailure(f"flow edit refused: {r.status_code} {r.text[:300]}")
         return int(r.json()["version"])
 
+    def create_document(self, name: str, text: str) -> str:
+        body = {"type": "document", "name": name, "content": {"text": text}}
+        r = self.request("POST", "/v1/objects", json=body)
+        if r.status_code != 201:
+            raise ScenarioFailure(f"document refused: {r.status_code} {r.text[:300]}")
+        return str(r.json()["object_id"])
+
+    def edit_document(self, doc_id: str, base_version: int, old: str, new: str) -> int:
+        body = {"base_version": base_version, "edits": [{"old": old, "new": new}]}
+        r = self.request("PATCH", f"/v1/objects/{doc_id}", json=body)
+        if r.status_code != 200:
+            raise ScenarioFailure(f"document edit refused: {r.status_code} {r.text[:300]}")
+        return int(r.json()["version"])
+
     def runs(self, flow_id: str) -> list[dict[str, Any]]:
         return self.get(f"/v1/objects/{flow_id}/runs")["runs"]
 
@@ -308,10 +324,16 @@ class Person:
         raise ScenarioFailure(f"memory with {word!r} {'never came' if present else 'stayed'}")
 
     def correct(self, memory_id: str, content: str, old_words: tuple[str, ...]) -> None:
+        old = tuple(m["content"] for m in self.memories() if m["memory_id"] == memory_id)
         r = self.request("POST", f"/v1/memory/{memory_id}/correct", json={"content": content})
         if r.status_code != 200:
             raise ScenarioFailure(f"correction refused: {r.status_code} {r.text[:300]}")
-        self.journal.marks.append(Mark(self.last_seq(), old_words, "corrected"))
+        self.journal.marks.append(Mark(self.last_seq(), old_words, "corrected", facts=old))
 
     def forgotten(self, words: tuple[str, ...], own_task: str) -> None:
-        self.journal.marks.append(Mark(self.last_seq(), words, "forgotten", own_task))
+        facts = tuple(
+            m["content"]
+            for m in self.memories()
+            if m["status"] == "active" and any(w.lower() in m["content"].lower() for w in words)
+        )
+        self.journal.marks.append(Mark(self.last_seq(), words, "forgotten", own_task, facts))

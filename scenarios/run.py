@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scenarios import stack as stacks
 from scenarios.faults import Injector
-from scenarios.figures import Figures, measure
+from scenarios.figures import Figures, measure, vector_resurfaced
 from scenarios.person import Person, ScenarioFailure
 from scenarios.stories import STORIES, Story
 
@@ -120,7 +120,31 @@ def run(
             result.faults = injector.done
         result.restarts = st.restarts()
         stacks.stop(st)
+    check_vectors(st, result, write)
     return result
+
+
+def check_vectors(
+    st: stacks.Stack, result: Result, write: Callable[[str], None] = lambda s: None
+) -> None:
+    """With the worker stopped, search the memory index for every removed fact (the
+    embedded index cannot be opened beside the worker)."""
+    for name, lang, f in result.rows:
+        if f.probe is None:
+            continue
+        try:
+            found = st.memory_vectors(f.probe.user_id, [t for _, t in f.probe.facts])
+        except stacks.StackError as e:
+            f.failure = f.failure or f"vector check: {e}"
+            continue
+        before = f.resurfaced
+        vector_resurfaced(f, f.probe, found)
+        write(
+            f"vectors {name} {lang}: {len(f.probe.facts)} removed facts searched, "
+            f"{f.resurfaced - before} still in the index\n"
+        )
+        for why in f.why[-(f.resurfaced - before) :] if f.resurfaced > before else []:
+            write(f"    {why}\n")
 
 
 def header() -> str:

@@ -126,6 +126,8 @@ class Stack:
     proc: subprocess.Popen[bytes]
     info: dict[str, Any]
     postgres: PrivatePostgres | None = None
+    env: dict[str, str] = field(default_factory=dict)  # the stack's environment
+    users: dict[str, str] = field(default_factory=dict)  # token → user id
 
     @property
     def api_url(self) -> str:
@@ -170,7 +172,31 @@ class Stack:
         )
         if r.status_code != 201:
             raise StackError(f"cannot create a person: {r.status_code} {r.text}")
-        return str(r.json()["token"])
+        token = str(r.json()["token"])
+        self.users[token] = str(r.json()["user_id"])
+        return token
+
+    def memory_vectors(self, user_id: str, texts: list[str]) -> list[dict[str, Any]]:
+        return memory_vectors(self.data_dir, self.env, user_id, texts)
+
+
+def memory_vectors(
+    data_dir: Path, env: dict[str, str], user_id: str, texts: list[str]
+) -> list[dict[str, Any]]:
+    """The person's memory-index points nearest to each text, through the operator's read
+    path (`lomo memory-vectors`), which opens the index as the worker does. The embedded
+    index belongs to the worker: call this only once the stack is stopped."""
+    cmd = [sys.executable, "-m", "cli.main", "memory-vectors", "--user", user_id]
+    r = subprocess.run(
+        [*cmd, "--data-dir", str(data_dir), *texts],
+        env=env or None,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        raise StackError(f"lomo memory-vectors: {r.stderr.strip()[-500:]}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
 
 
 def start(
@@ -183,9 +209,10 @@ def start(
     pg = PrivatePostgres(data_dir.parent / f"{data_dir.name}-pg" / "data", ports["postgres"])
     url = pg.start() if postgres else None
     log = data_dir.parent / f"{data_dir.name}-lomo-up.log"
+    env = stack_env(data_dir, ports, url)
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
-        env=stack_env(data_dir, ports, url),
+        env=env,
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
     )
@@ -198,7 +225,8 @@ def start(
                 pg.stop()
             raise StackError(f"lomo up did not become ready; see {log}")
         time.sleep(0.3)
-    return Stack(data_dir, proc, json.loads(stack_file.read_text()), pg if postgres else None)
+    info = json.loads(stack_file.read_text())
+    return Stack(data_dir, proc, info, pg if postgres else None, env)
 
 
 def stop(stack: Stack) -> None:

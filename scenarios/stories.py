@@ -239,6 +239,53 @@ def edit_flow_mid_run(p: Person) -> None:
         )
 
 
+NOTES = {
+    "en": "Lighthouse notes\nColour: white\nPlace: the north cape\n",
+    "de": "Notizen zum Leuchtturm\nFarbe: weiß\nOrt: das Nordkap\n",
+}
+NOTES_ASK = _t(
+    "Generate an image of a lighthouse and add it to my notes {doc}",
+    "Generiere ein Bild von einem Leuchtturm und füge es zu meinen Notizen {doc} hinzu",
+)
+RECOLOUR = {
+    "en": ("Colour: white", "Colour: red and white"),
+    "de": ("Farbe: weiß", "Farbe: rot und weiß"),
+}
+
+
+def edit_notes_mid_work(p: Person) -> None:
+    """The agent reads the person's notes, orders a picture for them, and writes the notes
+    back with a line for the picture; while the picture is being made the person changes a
+    line. The agent's write on the version it read is stale: the platform refuses it, and
+    the agent writes again on the person's version, which keeps the person's line."""
+    lang = p.lang
+    doc = p.create_document("notes", NOTES[lang])
+    p.simulator(latency_scale=30)  # a slow vendor: the person edits while it works
+    try:
+        p.say(NOTES_ASK[lang].format(doc=doc), "notes", "lightweight")
+        # The agent read the notes and ordered the picture, which is being made.
+        p.until("notes", lambda t: t["status"] == "waiting_generation")
+        p.edit_document(doc, 1, *RECOLOUR[lang])
+    finally:
+        p.simulator()
+    p.until("notes", lambda t: completed(t) and _written_by_task(p, doc))
+    text = str(p.get(f"/v1/objects/{doc}")["content"]["text"])
+    if RECOLOUR[lang][1] not in text or "Picture: obj_" not in text:
+        raise ScenarioFailure(f"the notes lost the person's change or the picture: {text!r}")
+    refused = [
+        c
+        for c in p.get(f"/v1/tasks/{p.journal.works['notes']}/context").get("layers", [])
+        if "at version 2, not 1" in c["text"]
+    ]
+    if not refused:
+        raise ScenarioFailure("the agent's write on the old version was never refused")
+
+
+def _written_by_task(p: Person, doc: str) -> bool:
+    versions = p.get(f"/v1/objects/{doc}/versions")["versions"]
+    return any(str(v["created_by"]).startswith("task:") for v in versions)
+
+
 @dataclass(frozen=True)
 class Story:
     name: str
@@ -254,4 +301,5 @@ STORIES = (
     Story("correct-forget", correct_then_forget, short=True),
     Story("short-film", short_film),
     Story("edit-flow-mid-run", edit_flow_mid_run),
+    Story("edit-notes-mid-work", edit_notes_mid_work),
 )

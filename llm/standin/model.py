@@ -11,6 +11,7 @@ import json
 import re
 
 from llm.standin.film import film_step, is_film_task
+from llm.standin.notes import notes_of, notes_step
 from llm.standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 from llm.types import (
     Message,
@@ -87,6 +88,9 @@ class OfflineModel:
         if is_film_task(" ".join(person)):
             text = " ".join(person)
             return film_step(request, detect_language(text), text)
+        if notes_of(" ".join(person)):
+            text = " ".join(person)
+            return notes_step(request, detect_language(text), text)
         if is_poster_task(request, " ".join(person)):
             lang = detect_language(" ".join(person))
             latest = person[-1] if person else ""
