@@ -30,6 +30,10 @@ _STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 # Sent on every call so a stand-in server can tell a routing call from a task step; the real
 # API ignores unknown headers.
 PURPOSE_HEADER = "x-lomo-purpose"
+# Deferred tools (`defer_loading`, loaded by `tool_reference`) belong to the API's advanced
+# tool use beta (the name LangChain's Anthropic integration documents; not tried against the
+# live API here).
+DEFERRED_TOOLS_BETA = "advanced-tool-use-2025-11-20"
 
 
 def _block_to_param(block: Block) -> dict[str, Any]:
@@ -153,10 +157,11 @@ class AnthropicProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         kwargs = request_to_create_kwargs(request, self.model)
+        headers = {PURPOSE_HEADER: request.purpose}
+        if any(t.deferred for t in request.tools):
+            headers["anthropic-beta"] = DEFERRED_TOOLS_BETA
         try:
-            message = await self._client.messages.create(
-                **kwargs, extra_headers={PURPOSE_HEADER: request.purpose}
-            )
+            message = await self._client.messages.create(**kwargs, extra_headers=headers)
         except anthropic.APIStatusError as exc:
             raise ModelError(
                 f"anthropic returned HTTP {exc.status_code}: {exc.message}",

@@ -125,6 +125,11 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
     eager = [t["name"] for t in bodies[0]["tools"] if not t.get("defer_loading")]
     assert "create_document" in deferred and "load_tools" in eager
     assert "create_document" not in eager and _refs(bodies[0]) == []
+    assert {
+        beta
+        for b, beta in zip(run.app.state.requests, run.app.state.betas, strict=True)
+        if b in bodies
+    } == {"advanced-tool-use-2025-11-20"}
     assert "create_document" in _refs(bodies[2])
     tool_tokens = [p["loaded_tool_tokens"] for p in prefixes]
     assert tool_tokens[0] == 0 < max(tool_tokens)

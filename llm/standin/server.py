@@ -335,6 +335,7 @@ def create_standin_app(responder: Responder) -> FastAPI:
     """
     app = FastAPI(title="Lomo Anthropic stand-in")
     app.state.requests = []
+    app.state.betas = []  # the anthropic-beta header of each request ("" without one)
     app.state.prompt_cache = {}
     app.state.min_cache_tokens = 0
 
@@ -349,6 +350,7 @@ def create_standin_app(responder: Responder) -> FastAPI:
         except ValueError:
             return _error(400, "invalid_request_error", "body is not valid JSON")
         app.state.requests.append(body)
+        app.state.betas.append(request.headers.get("anthropic-beta", ""))
         if not request.headers.get("x-api-key"):
             return _error(401, "authentication_error", "x-api-key header is required")
         if isinstance(body, dict) and body.get("stream"):
