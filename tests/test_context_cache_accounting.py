@@ -20,7 +20,7 @@ def _tool(name: str, size: int, **extra: Any) -> dict[str, Any]:
     return {"name": name, "description": "d" * size, "input_schema": {}, **extra}
 
 
-def _body(messages: list[dict[str, Any]], refs: list[str] | None = None) -> dict[str, Any]:
+def _body(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "model": "claude-test",
         "tools": [_tool("core", 4000), _tool("deep", 2000, defer_loading=True)],
