@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from activities.checklist import load_items
 from activities.context_tools import (
@@ -116,11 +117,24 @@ async def build_context(
 ) -> BuiltContext:
     extras = extras or ContextExtras()
     policy = policy or ContextPolicy()
+    # A stored step's `context` holds the whole text it was sent (its layers): loading it
+    # for every earlier step made each step's cost grow with the square of the task's
+    # length. Only two small fields of it are read here, and only what they hold is loaded.
     all_steps = list(
         await session.scalars(
-            select(ModelStep).where(ModelStep.task_id == task.id).order_by(ModelStep.id)
+            select(ModelStep)
+            .options(defer(ModelStep.context, raiseload=True))
+            .where(ModelStep.task_id == task.id)
+            .order_by(ModelStep.id)
         )
     )
+    step_notes = (
+        await session.execute(
+            select(ModelStep.context["prefix"], ModelStep.context["reported_orders"])
+            .where(ModelStep.task_id == task.id)
+            .order_by(ModelStep.id)
+        )
+    ).all()
     msgs = {
         m.id: m
         for m in await session.scalars(select(MessageRow).where(MessageRow.task_id == task.id))
@@ -157,7 +171,7 @@ async def build_context(
     by_step: dict[tuple[int, int], list[ToolCall]] = {}
     for c in call_rows:
         by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
-    prev = all_steps[-1].context.get("prefix") if all_steps else None
+    prev = step_notes[-1][0] if step_notes else None
     profile = _profile_layout(prev, extras, n_now)
 
     def step_calls(steps: list[ModelStep]) -> list[ToolCall]:
@@ -283,7 +297,7 @@ async def build_context(
     since = all_steps[-1].created_at if all_steps else None
     # A finished job is shown until a stored step has seen it (not "since the last step":
     # a fast job can finish before the step that submitted it is even stored).
-    reported = {o for s in all_steps for o in s.context.get("reported_orders", [])}
+    reported = {o for _, orders in step_notes for o in orders or []}
     tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
     add("user", [TextBlock(text=tail)])
 
