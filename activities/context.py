@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
+from sqlalchemy.orm.attributes import set_committed_value
 
 from activities.checklist import load_items
 from activities.context_tools import (
@@ -40,7 +41,7 @@ from activities.context_tools import (
     request_tools,
     tools_text,
 )
-from activities.segments import ContextPolicy, seen_in, step_line
+from activities.segments import ContextPolicy, step_line
 from activities.toolkit import Tool
 from flows.graph import run_of_call
 from flows.runs import progress_lines
@@ -105,6 +106,34 @@ class BuiltContext:
     visible_tools: list[str] = field(default_factory=list)  # core and loaded, not deferred
 
 
+async def _load_bodies(
+    session: AsyncSession,
+    steps: list[ModelStep],
+    calls_by_step: dict[tuple[int, int], list[ToolCall]],
+) -> None:
+    """Load the deferred response of `steps` and the input and result of their calls."""
+    if not steps:
+        return
+    rows = await session.execute(
+        select(ModelStep.id, ModelStep.response).where(ModelStep.id.in_([s.id for s in steps]))
+    )
+    response: dict[int, Any] = {i: r for i, r in rows.tuples()}
+    for st in steps:
+        set_committed_value(st, "response", response[st.id])
+    calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
+    if not calls:
+        return
+    for cid, inp, res in (
+        await session.execute(
+            select(ToolCall.call_id, ToolCall.input, ToolCall.result).where(
+                ToolCall.call_id.in_(list(calls))
+            )
+        )
+    ).tuples():
+        set_committed_value(calls[cid], "input", inp)
+        set_committed_value(calls[cid], "result", res)
+
+
 async def build_context(
     session: AsyncSession,
     task: Task,
@@ -120,10 +149,15 @@ async def build_context(
     # A stored step's `context` holds the whole text it was sent (its layers): loading it
     # for every earlier step made each step's cost grow with the square of the task's
     # length. Only two small fields of it are read here, and only what they hold is loaded.
+    # The same holds for the responses and the tool calls' inputs and results: only the
+    # steps shown in full (or in a segment without its summary) have theirs loaded, below.
     all_steps = list(
         await session.scalars(
             select(ModelStep)
-            .options(defer(ModelStep.context, raiseload=True))
+            .options(
+                defer(ModelStep.context, raiseload=True),
+                defer(ModelStep.response, raiseload=True),
+            )
             .where(ModelStep.task_id == task.id)
             .order_by(ModelStep.id)
         )
@@ -140,7 +174,13 @@ async def build_context(
         for m in await session.scalars(select(MessageRow).where(MessageRow.task_id == task.id))
         if m.id not in extras.excluded_messages
     }
-    call_rows = list(await session.scalars(select(ToolCall).where(ToolCall.task_id == task.id)))
+    call_rows = list(
+        await session.scalars(
+            select(ToolCall)
+            .options(defer(ToolCall.input, raiseload=True), defer(ToolCall.result, raiseload=True))
+            .where(ToolCall.task_id == task.id)
+        )
+    )
     calls = {c.tool_use_id: c for c in call_rows}
     summaries = {
         seg.segment: seg
@@ -171,6 +211,16 @@ async def build_context(
     by_step: dict[tuple[int, int], list[ToolCall]] = {}
     for c in call_rows:
         by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
+    # Each step's messages, found once (looking them up per step was quadratic).
+    msgs_at: dict[tuple[int | None, int | None], list[MessageRow]] = {}
+    for m in sorted(msgs.values(), key=lambda m: m.created_at):
+        msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
+    need = set(range(max(0, boundary - size), n_now))
+    for k in range(closed):
+        seg = all_steps[k * size : (k + 1) * size]
+        if summaries.get(k) is None or kept(seg) != seg:
+            need.update(range(k * size, min((k + 1) * size, n_now)))
+    await _load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
     prev = step_notes[-1][0] if step_notes else None
     profile = _profile_layout(prev, extras, n_now)
 
@@ -198,7 +248,7 @@ async def build_context(
         # in view); each closed segment follows as one summary, appended in order, with the
         # profile additions of its steps after it: a close only appends to this message.
         first = all_steps[0]
-        opening = [TextBlock(text=m.text) for m in seen_in(msgs, first.turn, first.step)]
+        opening = [TextBlock(text=m.text) for m in msgs_at.get((first.turn, first.step), [])]
         blocks: list[Block] = list(opening)
         for k in range(closed):
             seg_steps = all_steps[k * size : (k + 1) * size]
@@ -245,7 +295,7 @@ async def build_context(
                 add("user", [TextBlock(text=t)])
         if (s.turn, s.step) in extras.excluded_steps:
             continue
-        for m in seen_in(msgs, s.turn, s.step):
+        for m in msgs_at.get((s.turn, s.step), []):
             add("user", [TextBlock(text=m.text)])
         resp = ModelResponse.from_dict(s.response)
         add("assistant", list(resp.content))
@@ -309,6 +359,11 @@ async def build_context(
     system = [SystemBlock(text=rules, cache=True)]
     if profile.base_text:
         system.append(SystemBlock(text=profile.base_text, cache=True))
+    # The task's own fixed lines (id, kind, language, goal, briefing) follow the profile:
+    # cached with everything after them instead of sent again after the last breakpoint at
+    # every step; the dynamic tail keeps only what changes between steps.
+    header = task_header(task)
+    system.append(SystemBlock(text=header))
     request = ModelRequest(
         system=system, messages=conversation, tools=specs, cache_points=cache_points
     )
@@ -318,7 +373,8 @@ async def build_context(
     history_dicts = [asdict(b) for b in history]
     prefix = {
         "core_sha": _sha([core, deferred]),
-        "stable_sha": _sha([core, deferred, rules, profile.base_text]),
+        "stable_sha": _sha([core, deferred, rules, profile.base_text, header]),
+        "task_sha": _sha([header]),
         "summaries_sha": summaries_sha,
         "history_blocks": len(history_dicts),
         "history_sha": _sha(history_dicts),
@@ -336,7 +392,9 @@ async def build_context(
             json.dumps(core)
             + "\n"
             + rules
-            + ("\n" + profile.base_text if profile.base_text else ""),
+            + ("\n" + profile.base_text if profile.base_text else "")
+            + "\n"
+            + header,
         ),
         ("loaded_tools", json.dumps(loaded) if loaded else ""),
         ("segment_summaries", "\n".join(summary_texts)),
@@ -395,6 +453,9 @@ def _compare(
             now["changes"].append(
                 f"profile v{prev.get('profile_version')} → v{now['profile_version']}"
             )
+        elif now["task_sha"] != prev.get("task_sha"):
+            # Forgetting scrubbed the goal or briefing (or a step before the header existed).
+            now["changes"].append("task header changed (goal, briefing or language)")
         elif now["core_sha"] == prev.get("core_sha"):
             now["changes"].append("unexplained")
     stable = now["stable_sha"] == prev.get("stable_sha")
@@ -487,6 +548,18 @@ def _render(m: Message) -> str:
     return "\n".join(out)
 
 
+def task_header(task: Task) -> str:
+    """The task's lines that change only when forgetting scrubs them (in the system prompt,
+    after the profile)."""
+    lines = [
+        f"[runtime] task {task.id} ({task.kind}), language {task.language}",
+        f"[runtime] goal: {task.goal[:500]}",
+    ]
+    if task.briefing:
+        lines.append(f"[runtime] briefing: {task.briefing[:2000]}")
+    return "\n".join(lines)
+
+
 async def _dynamic_tail(
     session: AsyncSession,
     task: Task,
@@ -494,12 +567,7 @@ async def _dynamic_tail(
     reported: set[str],
     extras: ContextExtras,
 ) -> tuple[str, list[str]]:
-    lines = [
-        f"[runtime] task {task.id} ({task.kind}), turn {task.turn}, language {task.language}",
-        f"[runtime] goal: {task.goal[:500]}",
-    ]
-    if task.briefing:
-        lines.append(f"[runtime] briefing: {task.briefing[:2000]}")
+    lines = [f"[runtime] turn {task.turn}"]  # the fixed lines are in task_header
     items = await load_items(session, task.id)
     if items:
         lines.append("[runtime] checklist:")

@@ -146,15 +146,31 @@ async def start_platform(client: Client, db: Database, queue: str, pg: str) -> P
     return Platform(db, handle, user, task_id, watch)
 
 
-async def activity_profile(handle: WorkflowHandle[Any, Any], steps: int) -> str:
-    """Activities per step and their mean run time (started → completed, server clock)."""
+async def _all_runs(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Any]:
+    """Every run's history events: a long task continues as new, and the first run's
+    history alone would count only the steps before that."""
+    query = f"WorkflowId = '{handle.id}'"
+    runs: list[str | None] = [w.run_id async for w in client.list_workflows(query)]
+    out: list[Any] = []
+    for run_id in runs or [handle.run_id]:
+        h = client.get_workflow_handle(handle.id, run_id=run_id)
+        out.extend([e async for e in h.fetch_history_events()])
+    return out
+
+
+async def activity_profile(client: Client, handle: WorkflowHandle[Any, Any], steps: int) -> str:
+    """Activities per step and their mean run time (started → completed, server clock),
+    over every run of the workflow."""
     names: Counter[str] = Counter()
     took: Counter[str] = Counter()
     scheduled: dict[int, str] = {}
     started: dict[int, float] = {}
     local = events = 0
-    async for e in handle.fetch_history_events():
+    for e in await _all_runs(client, handle):
         events += 1
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            scheduled.clear()  # event ids start again in each run
+            started.clear()
         t = e.event_time.ToMilliseconds()
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             scheduled[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
@@ -233,18 +249,24 @@ async def run(
                     bare_times.append((time.perf_counter() - t0) * 1000)
                     cpu["lomo"] += (c1 - c0) * 1000 / steps
                     cpu["bare"] += (time.process_time() - c1) * 1000 / steps
-            prof = await activity_profile(plat.handle, WARMUP + steps)
+            prof = await activity_profile(client, plat.handle, WARMUP + steps)
             if timeline:
                 await print_timeline(plat.handle)
                 await print_timeline(bare)
-            bare_prof = await activity_profile(bare, WARMUP + steps)
+            bare_prof = await activity_profile(client, bare, WARMUP + steps)
     await plat.watch.close()
     await db.dispose()
     ratio50 = _p(plat.times, 50) / _p(bare_times, 50)
     ratio99 = _p(plat.times, 99) / _p(bare_times, 99)
     label = f"{inferences} inference{'s' if inferences > 1 else ''}"
+    # Does a step cost more the longer the task is? p50 of the first and the last fifth.
+    fifth = max(1, len(plat.times) // 5)
+    growth = (
+        f"p50 steps 1–{fifth}: {_p(plat.times[:fifth], 50):.0f} ms, "
+        f"last {fifth}: {_p(plat.times[-fifth:], 50):.0f} ms"
+    )
     return [
-        row(f"Lomo, {label}", plat.times, f"CPU {cpu['lomo']:.0f} ms/step; {prof}"),
+        row(f"Lomo, {label}", plat.times, f"CPU {cpu['lomo']:.0f} ms/step; {growth}; {prof}"),
         row(f"bare Temporal, {label}", bare_times, f"CPU {cpu['bare']:.0f} ms/step; {bare_prof}"),
         f"| ratio, {label} | | {ratio50:.2f}× | {ratio99:.2f}× | | target ≤ 1.3× |",
     ]
