@@ -162,16 +162,22 @@ async def build_context(
             .order_by(ModelStep.id)
         )
     )
-    step_notes = (
-        await session.execute(
-            select(ModelStep.context["prefix"], ModelStep.context["reported_orders"])
-            .where(ModelStep.task_id == task.id)
-            .order_by(ModelStep.id)
-        )
-    ).all()
+    reported_lists = await session.scalars(
+        select(ModelStep.context["reported_orders"]).where(ModelStep.task_id == task.id)
+    )
+    prev = await session.scalar(
+        select(ModelStep.context["prefix"])
+        .where(ModelStep.task_id == task.id)
+        .order_by(ModelStep.id.desc())
+        .limit(1)
+    )
     msgs = {
         m.id: m
-        for m in await session.scalars(select(MessageRow).where(MessageRow.task_id == task.id))
+        for m in await session.scalars(
+            select(MessageRow)
+            .options(defer(MessageRow.target, raiseload=True))
+            .where(MessageRow.task_id == task.id)
+        )
         if m.id not in extras.excluded_messages
     }
     call_rows = list(
@@ -221,7 +227,6 @@ async def build_context(
         if summaries.get(k) is None or kept(seg) != seg:
             need.update(range(k * size, min((k + 1) * size, n_now)))
     await _load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
-    prev = step_notes[-1][0] if step_notes else None
     profile = _profile_layout(prev, extras, n_now)
 
     def step_calls(steps: list[ModelStep]) -> list[ToolCall]:
@@ -347,7 +352,7 @@ async def build_context(
     since = all_steps[-1].created_at if all_steps else None
     # A finished job is shown until a stored step has seen it (not "since the last step":
     # a fast job can finish before the step that submitted it is even stored).
-    reported = {o for _, orders in step_notes for o in orders or []}
+    reported = {o for orders in reported_lists for o in orders or []}
     tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
     add("user", [TextBlock(text=tail)])
 
