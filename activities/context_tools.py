@@ -215,12 +215,15 @@ async def note_unloaded(
     if tool.domain == "core":
         return None
     turn, step, _ = call_order(call_id)
-    row = await s.scalar(
-        select(ModelStep).where(
-            ModelStep.task_id == task_id, ModelStep.turn == turn, ModelStep.step == step
+    # Only the step's prefix notes, not its whole stored context (the text it was sent).
+    row = (
+        await s.execute(
+            select(ModelStep.id, ModelStep.context["prefix"]).where(
+                ModelStep.task_id == task_id, ModelStep.turn == turn, ModelStep.step == step
+            )
         )
-    )
-    seen = (row.context.get("prefix") or {}).get("domains") if row is not None else None
+    ).first()
+    seen = (row[1] or {}).get("domains") if row is not None else None
     if seen is None:  # no record of what the step saw: every earlier load counts
         calls = [
             c
