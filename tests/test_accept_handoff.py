@@ -4,13 +4,15 @@ The scenario harness on Postgres crashed every ~10 s once saw a message answered
 never routed. The cause: the api stores the message, commits, then hands it to Temporal;
 when that hand-off failed (Temporal restarting, or a commit whose answer the crash ate) the
 client got a 500 and sent the same client_message_id again, and the retry found the stored
-row and answered 202 without handing it over. These tests fail the hand-off at exactly that
-point, on both databases, then retry as a client does.
+row and answered 202 without handing it over. A card answer had the same gap (the retry
+got 409 and a clarify answer never reached the main thread). These tests fail the hand-off
+at exactly that point, on both databases, then retry as a client does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,11 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+import api.card_effects as card_effects
 import api.routes.messages as messages_route
 from api.dispatch import route_via_main
+from lomo.db.models import Task
+from lomo.ids import new_id
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
@@ -170,3 +175,62 @@ async def test_a_message_handed_to_the_main_thread_twice_is_handed_over_once(
         assert main.status == WorkflowExecutionStatus.RUNNING
         runs = [w async for w in temporal_client.list_workflows(f'WorkflowId = "task:{task_id}"')]
         assert len(runs) == 1, [(w.run_id, w.status) for w in runs]
+
+
+async def test_a_retried_clarify_answer_reaches_the_main_thread(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same for a card: the answer is stored, its hand-off to the main thread fails,
+    and the client's retry (answered 409: the card is answered) must still hand it on."""
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue
+    ) as stack:
+        when = datetime.now(UTC) - timedelta(minutes=3)
+        async with stack.db.session() as s:
+            tasks = [
+                Task(
+                    id=new_id("tsk"),
+                    user_id=stack.user_id,
+                    kind="lightweight",
+                    status="completed",
+                    goal=goal,
+                    created_at=when,
+                    updated_at=when,
+                )
+                for goal in ("Generate an image of a lighthouse", "Generate an image of a fox")
+            ]
+            s.add_all(tasks)
+        r = await _again(stack, "/v1/messages", {"text": "Make that blue"})
+        mid = r.json()["message_id"]
+
+        async def clarify_card() -> Any:
+            cards = (await stack.api.get("/v1/cards?status=open", headers=stack.auth)).json()
+            return next((c for c in cards["cards"] if c["kind"] == "clarify"), None)
+
+        card = await eventually(clarify_card, within=60)
+        real = card_effects.route_via_main
+        failed: list[str] = []
+
+        async def flaky(*args: Any) -> None:
+            if not failed:
+                failed.append(str(args))
+                raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
+            await real(*args)
+
+        monkeypatch.setattr(card_effects, "route_via_main", flaky)
+        answer = {"action": "select", "option_id": tasks[1].id}
+        path = f"/v1/cards/{card['card_id']}/actions"
+        await _refused(stack.api.post(path, json=answer, headers=stack.auth))
+        assert failed
+        r = await _again(stack, path, answer)
+        assert r.status_code == 409, r.text  # answered already, and handed on again
+
+        async def routed() -> Any:
+            return (await _message(stack, mid))["routing"].get("task_id")
+
+        assert await eventually(routed, within=60) == tasks[1].id

@@ -12,6 +12,7 @@ from api.dispatch import card_answered
 from api.flow_dispatch import flow_card_answered
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
+from lomo.errors import Conflict
 
 router = APIRouter(prefix="/v1/cards", tags=["cards"])
 
@@ -52,15 +53,31 @@ async def act(
 ) -> dict[str, Any]:
     """Routed by card id, no model call: the answer is recorded, its effect applied, and the
     card's task (if any) woken."""
-    async with db.session() as s:
-        card = await answer_card(s, user.id, card_id, body.action, body.option_id, body.text)
-        effect = EFFECTS.get(card.kind)
-        if effect and effect.in_transaction:
-            await effect.in_transaction(s, card)
-        view = card_view(card)
+    try:
+        async with db.session() as s:
+            card = await answer_card(s, user.id, card_id, body.action, body.option_id, body.text)
+            effect = EFFECTS.get(card.kind)
+            if effect and effect.in_transaction:
+                await effect.in_transaction(s, card)
+            view = card_view(card)
+    except Conflict:
+        # The same answer again is the client's retry: the first attempt may have stored it
+        # and then failed before handing it on (a 500), e.g. a clarify answer the main
+        # thread never heard of. The hand-offs are repeated (each is idempotent), and the
+        # client still hears that the card is answered.
+        async with db.session() as s:
+            card = await get_card(s, user.id, card_id)
+        if card.answer == {"action": body.action, "option_id": body.option_id, "text": body.text}:
+            await _hand_on(request, temporal, card)
+        raise
+    await _hand_on(request, temporal, card)
+    return view
+
+
+async def _hand_on(request: Request, temporal: Any, card: Card) -> None:
+    effect = EFFECTS.get(card.kind)
     if effect and effect.after_commit:
         await effect.after_commit(request.app.state, card)
     if card.task_id:
         await card_answered(temporal, card.task_id, card.id)
     await flow_card_answered(temporal, card)
-    return view
