@@ -85,15 +85,17 @@ class Injector:
 
     def _sim(self, faults: dict[str, object], reset: bool = False) -> None:
         url = f"{self.stack.sim_url}/sim/faults"
+        # A story's scene (a slow vendor the person acts during) holds through a fault
+        # spell and is what a spell ends in: a wiped scene is a different story.
+        scene = dict(self.stack.scene)
         deadline = time.monotonic() + 30
         while True:  # the simulator is never killed, but it may be busy
             try:
-                r = (
-                    httpx.delete(url, timeout=5)
-                    if reset
-                    else httpx.post(url, json=faults, timeout=5)
-                )
-                r.raise_for_status()
+                if reset:  # the simulator merges a POST: clear first, then the scene
+                    httpx.delete(url, timeout=5).raise_for_status()
+                if not reset or scene:
+                    body = scene if reset else {**faults, **scene}
+                    httpx.post(url, json=body, timeout=5).raise_for_status()
                 return
             except httpx.HTTPError:
                 if time.monotonic() > deadline:

@@ -298,6 +298,7 @@ class Person:
     def simulator(self, **faults: Any) -> None:
         """The vendor's pace (the person cannot change it; the harness sets the scene)."""
         url = f"{self.stack.sim_url}/sim/faults"
+        self.stack.scene = dict(faults)
         r = httpx.post(url, json=faults, timeout=10) if faults else httpx.delete(url, timeout=10)
         r.raise_for_status()
 

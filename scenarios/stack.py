@@ -128,6 +128,9 @@ class Stack:
     postgres: PrivatePostgres | None = None
     env: dict[str, str] = field(default_factory=dict)  # the stack's environment
     users: dict[str, str] = field(default_factory=dict)  # token → user id
+    # The simulator setting a story's scene needs (a slow vendor): fault spells add to it
+    # and end back in it, instead of wiping it (scenarios/faults.py).
+    scene: dict[str, Any] = field(default_factory=dict)
 
     @property
     def api_url(self) -> str:
