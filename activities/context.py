@@ -4,14 +4,16 @@ Layers, in the order the API reads them (tools, system, messages), with cache br
 (at most four):
   stable_prefix     the core tools, every domain's tools sent deferred (not in the prompt
                     until loaded), the system rules (breakpoint 1: long enough to be cached
-                    alone) and the profile snapshot (breakpoint 2)
+                    alone) and the profile snapshot (breakpoint 2), then the task's fixed
+                    lines (id, kind, language, goal, briefing), cached with what follows
   segment_summaries the opening request verbatim, then one summary per closed segment with
                     the profile additions of its steps, appended, never rewritten
                     (breakpoint 3); then the runtime's loads of the domains carried over
   recent_messages   the steps of the open segments verbatim, with domain loads (tool
                     references the API expands in place) and profile additions where they
                     happened (breakpoint 4 after the last)
-  dynamic_tail      task, checklist, cards, jobs, notices, retrieved memories
+  dynamic_tail      the turn (at a turn's first step), checklist, cards, jobs, notices,
+                    retrieved memories; nothing at all when none of these is there
 A domain load or a profile addition appends; a segment close appends its summary and
 rewrites only the verbatim steps after it, which is where unused domains are unloaded. Each
 step records fingerprints of these parts, why the bytes before the history changed (a
@@ -188,6 +190,9 @@ async def build_context(
         )
     )
     calls = {c.tool_use_id: c for c in call_rows}
+    # A summary written under another segment size covers other steps: not used (its
+    # segment shows one line per step instead).
+    seg_size = policy.segment_steps
     summaries = {
         seg.segment: seg
         for seg in await session.scalars(
@@ -195,6 +200,8 @@ async def build_context(
                 ContextSegment.task_id == task.id, ContextSegment.status == "active"
             )
         )
+        if (seg.first_step, seg.last_step)
+        == (seg.segment * seg_size, (seg.segment + 1) * seg_size - 1)
     }
     conversation: list[Message] = []
 
@@ -353,8 +360,13 @@ async def build_context(
     # A finished job is shown until a stored step has seen it (not "since the last step":
     # a fast job can finish before the step that submitted it is even stored).
     reported = {o for orders in reported_lists for o in orders or []}
-    tail, reported_now = await _dynamic_tail(session, task, since, reported, extras)
-    add("user", [TextBlock(text=tail)])
+    # The turn line is news only at a turn's first step (or when nothing else would close
+    # the request with a user message); an empty tail sends nothing after the history.
+    status = not all_steps or all_steps[-1].turn != task.turn
+    status = status or not conversation or conversation[-1].role != "user"
+    tail, reported_now = await _dynamic_tail(session, task, since, reported, extras, status)
+    if tail:
+        add("user", [TextBlock(text=tail)])
 
     specs = request_tools(tools)
     rules = SYSTEM_RULES + "\n" + tools_text(tools)
@@ -458,10 +470,10 @@ def _compare(
             now["changes"].append(
                 f"profile v{prev.get('profile_version')} → v{now['profile_version']}"
             )
-        elif now["task_sha"] != prev.get("task_sha"):
+        if now["task_sha"] != prev.get("task_sha"):
             # Forgetting scrubbed the goal or briefing (or a step before the header existed).
             now["changes"].append("task header changed (goal, briefing or language)")
-        elif now["core_sha"] == prev.get("core_sha"):
+        if not now["changes"]:
             now["changes"].append("unexplained")
     stable = now["stable_sha"] == prev.get("stable_sha")
     summaries = stable and now["summaries_sha"] == prev.get("summaries_sha")
@@ -571,8 +583,10 @@ async def _dynamic_tail(
     since: datetime | None,
     reported: set[str],
     extras: ContextExtras,
+    status: bool = True,
 ) -> tuple[str, list[str]]:
-    lines = [f"[runtime] turn {task.turn}"]  # the fixed lines are in task_header
+    # The task's fixed lines are in task_header; the turn only when `status`.
+    lines = [f"[runtime] turn {task.turn}"] if status else []
     items = await load_items(session, task.id)
     if items:
         lines.append("[runtime] checklist:")

@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     # outside the context; the context shows a preview and a handle for `read_output`.
     tool_output_inline_chars: int = 8000
     tool_output_page_chars: int = 4000  # the largest page `read_output` returns
-    context_segment_steps: int = 20  # steps per history segment, summarized once closed
+    context_segment_steps: int = 25  # steps per history segment, summarized once closed
     context_recent_steps: int = 8  # at least this many latest steps stay verbatim
 
     @model_validator(mode="after")

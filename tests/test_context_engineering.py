@@ -15,8 +15,9 @@ import httpx
 from sqlalchemy import select
 from temporalio.client import Client
 
+from activities.context import build_context
 from activities.context_tools import PREVIEW_CHARS
-from activities.segments import step_line
+from activities.segments import ContextPolicy, step_line
 from api.app import create_app
 from lomo.db.context import ContextSegment, ToolOutput
 from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
@@ -100,6 +101,12 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
             segments = list(
                 await s.scalars(select(ContextSegment).order_by(ContextSegment.segment))
             )
+            # Under another segment size the written summaries cover other steps: unused.
+            task = await s.get(Task, run.task_id)
+            assert task is not None
+            resized = await build_context(
+                s, task, 99, 1, [], run.runtime.tools, policy=ContextPolicy(SEGMENT + 1, RECENT)
+            )
 
     assert len(steps) == len(bodies) == STEPS
     prefixes = [st.context["prefix"] for st in steps]
@@ -165,6 +172,11 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
     assert len(summaries) == closed
     for g, text in zip(segments, summaries, strict=True):
         assert g.text in text and g.text.endswith(".")
+    opening = json.dumps(
+        [b.__dict__ for b in resized.request.messages[0].content], ensure_ascii=False
+    )
+    assert "summary of steps 1–6: turn 1 step 1:" in opening
+    assert not any(g.text in opening for g in segments), opening
     by_use = {c.tool_use_id: c for c in calls.values()}
     for g in segments:  # shorter than the one line per step it replaces
         lines = [step_line(st, msgs, by_use) for st in steps[g.first_step : g.last_step + 1]]
@@ -183,7 +195,19 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
     assert cached["recent_messages"] == "partly" and cached["dynamic_tail"] is False
     tokens = {layer["name"]: layer["tokens"] for layer in shown["layers"]}
     assert tokens.pop("loaded_tools") == 0  # unloaded (below)
+    # The last step is no turn's first and nothing changed before it: no tail at all.
+    assert tokens.pop("dynamic_tail") == 0 and (STEPS - 1) % TURN != 0
     assert all(t > 0 for t in tokens.values()), tokens
+    # The task's fixed lines (goal) are in the system prompt of every request, cached; the
+    # tail names the turn only at a turn's first step.
+    assert all(f"[runtime] goal: {OPENING}" in b["system"][-1]["text"] for b in bodies)
+    assert all("cache_control" not in b["system"][-1] for b in bodies)
+    tails = [
+        next(x["text"] for x in st.context["layers"] if x["name"] == "dynamic_tail") for st in steps
+    ]
+    for n, tail in enumerate(tails):
+        assert ("[runtime] turn" in tail) == (n % TURN == 0), (n, tail)
+        assert "goal:" not in tail
     # Both domains went unused for a segment and were unloaded by the last step.
     assert shown["loaded_domains"] == prefixes[-1]["domains"] == []
     assert shown["tool_tokens"]["loaded"] == 0 < shown["tool_tokens"]["core"]
@@ -264,3 +288,8 @@ async def test_forgetting_scrubs_goal_summaries_and_stored_contexts(
         await run.step(12)
         sent = [json.dumps(b).lower() for b in run.app.state.requests[before:]]
         assert sent and all("blue" not in b for b in sent)
+        # The scrubbed goal changed the task's lines in the system prompt: a recorded reason
+        # (beside the profile's rewrite: the profile quoted the colour too).
+        last = (await run.steps())[-1].context["prefix"]
+        assert "task header changed (goal, briefing or language)" in last["changes"], last
+        assert "unexplained" not in last["changes"]
