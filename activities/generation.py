@@ -8,13 +8,16 @@ order settles or refunds exactly once in its terminal transition.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import time
 from datetime import datetime
 from typing import Any
 
 import httpx
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -22,6 +25,7 @@ from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, erro
 from llm.types import ToolSpec
 from lomo import clock
 from lomo.cards import confirmed, create_card
+from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
@@ -47,6 +51,9 @@ from workspace.store import create_asset, get_object
 
 __all__ = ["ORDER_RANK", "TERMINAL_ORDER", "apply_job_state", "record_job_state"]
 log = logging.getLogger(__name__)
+# How long an attempt keeps trying to store a job id the upstream returned (a Postgres
+# crash and restart takes seconds; the tool activity's start-to-close is 2 minutes).
+PERSIST_JOB_ID_SECONDS = 90.0
 MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d": "model/obj"}
 
 
@@ -190,8 +197,13 @@ class GenerateTool(Tool):
             os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
         if r.status_code >= 400:
             return await self._fail(order_id, f"upstream refused the job: HTTP {r.status_code}")
-        async with self.deps.db.session() as s:  # persist the job id at once
-            await record_job_id(s, order_id, str(r.json()["job_id"]))
+        # Shielded: an attempt cancelled now (its heartbeat timed out while the dev server
+        # restarted) still stores the id it holds; the conditional writes keep a failed
+        # order failed.
+        persist = asyncio.ensure_future(
+            _persist_job_id(self.deps.db, order_id, str(r.json()["job_id"]))
+        )
+        await asyncio.shield(persist)
         return _submitted(order_id)
 
     async def _fail(self, order_id: str, reason: str) -> ToolResult:
@@ -200,6 +212,30 @@ class GenerateTool(Tool):
             assert order is not None
             await fail_order(s, order, reason, self.deps.settings)
         return error(reason, failed_order=order_id)
+
+
+async def _persist_job_id(db: Database, order_id: str, job_id: str) -> None:
+    """Persist the job id at once, riding out a DB outage (Postgres restarting).
+
+    Once the POST returned, the job id lives only in this attempt's memory: raising here
+    would make the order an unclear submit, failed and refunded while the vendor makes the
+    job (a result never collected). The attempt heartbeats meanwhile; only an outage longer
+    than PERSIST_JOB_ID_SECONDS falls back to the refund rule."""
+    deadline = time.monotonic() + PERSIST_JOB_ID_SECONDS
+    delay = 0.2
+    while True:
+        try:
+            async with db.session() as s:
+                await record_job_id(s, order_id, job_id)
+            return
+        except IntegrityError:
+            raise
+        except (DBAPIError, OSError) as e:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("job id %s of %s not stored yet, retrying: %r", job_id, order_id, e)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)  # land soon after the DB is back
 
 
 async def submit_order(deps: ToolDeps, order_id: str) -> ToolResult:
