@@ -34,6 +34,7 @@ _ITEM = re.compile(
 )
 _ANSWER = re.compile(r"the person answered card (crd_[0-9a-z]+) \((.*?)\): (\w+)(?: option (\S+))?")
 _SUCCEEDED = re.compile(r"generation succeeded: order \S+ → asset (obj_[0-9a-z]+)")
+_FAILED = re.compile(r"generation failed: order (ord_[0-9a-z]+):")
 _PLAN = {
     "en": (
         "Agree on the budget for the drafts",
@@ -70,6 +71,7 @@ class View:
     succeeded: list[str]  # finished assets not yet on a checklist step
     waiting: int  # jobs still running
     results: list[str]  # the last step's tool results
+    failed: list[str] = field(default_factory=list)  # orders newly shown as failed
 
 
 def is_poster_task(request: ModelRequest, person: str) -> bool:
@@ -90,6 +92,8 @@ def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> M
         if item.status != "done":
             if v.succeeded and not busy:
                 return _calls(request, [_done(item, v.succeeded)])
+            if again := _again(request, v):
+                return _calls(request, again)
             return _text(v, _say(v, "warmer_wait"), request)
     if budget and budget.status != "done":
         card = _answered(v, ("Budget",), "confirm")
@@ -98,6 +102,8 @@ def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> M
         return _calls(request, [_done(budget, card=card), *_drafts(v)])
     if drafts and drafts.status != "done":
         if len(v.succeeded) < DRAFTS:
+            if again := _again(request, v):
+                return _calls(request, again)
             return _text(v, _say(v, "drafts_wait"), request)
         options = [
             {"id": obj, "label": f"{'Entwurf' if v.lang == 'de' else 'Draft'} {n + 1}"}
@@ -118,6 +124,8 @@ def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> M
     if finals and finals.status != "done":
         if len(v.succeeded) >= FINALS:
             return _calls(request, [_done(finals, v.succeeded[:FINALS])])
+        if again := _again(request, v):
+            return _calls(request, again)
         if busy or v.succeeded:
             return _text(v, _say(v, "generating", n=FINALS), request)
         chosen = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
@@ -147,7 +155,8 @@ def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
     ]
     succeeded = _SUCCEEDED.findall(tail)
     waiting = len(re.findall(r"^\[runtime\] waiting on order ", tail, re.MULTILINE))
-    return View(lang, person, latest, items, answers, succeeded, waiting, results)
+    failed = _FAILED.findall(tail)
+    return View(lang, person, latest, items, answers, succeeded, waiting, results, failed)
 
 
 def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
@@ -191,6 +200,35 @@ def _drafts(v: View) -> list[Call]:
         )
         for n in range(DRAFTS)
     ]
+
+
+def _again(request: ModelRequest, v: View) -> list[Call]:
+    """A job that failed (refunded; never resubmitted by the platform) is ordered again,
+    as a new call with the failed call's input, read from the history. The failure line
+    is shown once, so this is the step that must act on it, busy or not."""
+    calls: list[Call] = []
+    for order_id in v.failed:
+        use_id = next(
+            (
+                b.tool_use_id
+                for m in request.messages
+                for b in m.content
+                if isinstance(b, ToolResultBlock) and order_id in b.content
+            ),
+            None,
+        )
+        use = next(
+            (
+                b
+                for m in request.messages
+                for b in m.content
+                if isinstance(b, ToolUseBlock) and b.id == use_id
+            ),
+            None,
+        )
+        if use is not None and use.name.startswith("generate_"):
+            calls.append((use.name, dict(use.input)))
+    return calls
 
 
 def _final(v: View, fmt: str, chosen: str) -> Call:
