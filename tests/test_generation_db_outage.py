@@ -12,12 +12,16 @@ from typing import Any
 
 import pytest
 from sqlalchemy.exc import OperationalError
+from temporalio.client import Client
 
 from activities import generation
 from activities.generation import GenerationActivities
 from activities.toolkit import ToolResult
+from api.routes import callbacks
 from lomo.db.models import GenerationOrder
+from tests.stack import running_stack
 from tests.test_money import Money, money_env
+from tests.test_slice import run_cat_slice
 from workflows.types import OrderRef
 
 
@@ -122,3 +126,37 @@ async def test_job_id_is_stored_even_when_the_attempt_is_cancelled_meanwhile(
             o = await s.get(GenerationOrder, res.order_id)
             assert o is not None and o.upstream_job_id == job["job_id"]
         assert await m.entries() == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
+
+
+async def test_callbacks_refused_while_the_db_is_down_are_covered_by_the_poll(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hypothesis for the lost draft, ruled out: every callback reaches the api while the
+    DB is down (500; the simulator does not retry a callback). The task's timer polls the
+    vendor and collects the job all the same. A guard for that fallback: without the poll
+    in TaskWorkflow's wait the task never completes and this fails."""
+    refused: list[str] = []
+
+    async def db_down(*a: Any, **kw: Any) -> tuple[bool, bool]:
+        refused.append("callback")
+        raise _outage("UPDATE generation_orders SET status")
+
+    monkeypatch.setattr(callbacks, "record_job_state", db_down)
+    async with running_stack(
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        generation_wait_seconds=1.0,
+    ) as st:
+        task = await run_cat_slice(st, "Generate an image of a red tabby cat")
+        assert len(task["artifacts"]) == 1
+        (job,) = (await st.sim.get("/jobs")).json()["jobs"]
+        assert job["status"] == "succeeded"
+        assert refused, "no callback reached the api"
