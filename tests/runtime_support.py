@@ -167,10 +167,16 @@ def text(reply: str) -> ModelResponse:
 
 
 def last_tool_results(request: ModelRequest) -> list[str]:
+    """The results of the model's latest calls. A domain tool called while its domain was
+    not loaded is followed by the runtime's own load (a result carrying only tool
+    references), so the latest results are not always in the last message."""
     from llm.types import ToolResultBlock
 
-    last = request.messages[-1]
-    return [b.content for b in last.content if isinstance(b, ToolResultBlock)]
+    for m in reversed(request.messages):
+        found = [b.content for b in m.content if isinstance(b, ToolResultBlock) and not b.tool_refs]
+        if found:
+            return found
+    return []
 
 
 class CountingResponder:
