@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -14,6 +15,7 @@ from temporalio.client import Client
 from api import errors
 from api.limits import BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
+from api.relay import relay_loop
 from api.routes import (
     budget,
     callbacks,
@@ -71,8 +73,19 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await app.state.db.dispose()
+        relay = (
+            asyncio.create_task(relay_loop(app.state.db, app.state.temporal, settings))
+            if settings.handoff_relay_seconds > 0
+            else None
+        )
+        try:
+            yield
+        finally:
+            if relay is not None:
+                relay.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await relay
+            await app.state.db.dispose()
 
     app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings

@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
     card_wait_seconds: float = 300.0  # re-read open cards after this long (lost wake-ups)
+    # A stored message not handed to Temporal this long after it came is handed over by
+    # the api's relay (a hand-off that failed and was never retried); 0 turns it off.
+    handoff_relay_seconds: float = Field(default=30.0, ge=0)
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.

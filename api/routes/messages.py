@@ -5,14 +5,15 @@ from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import deliver_to_task, route_via_main
 from api.memory_dispatch import request_extraction
+from lomo import clock
 from lomo.db.models import MessageRow
-from lomo.errors import NotFound, TooLarge
+from lomo.errors import Conflict, NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.telemetry import MESSAGES_ROUTED
@@ -116,12 +117,37 @@ async def accept_message(
         # not reached Temporal (a 500, or the client gave up waiting), and a 202 must mean
         # the message is on its way. Both hand-offs are idempotent (see below).
         if not _arrived(old):
-            await _hand_over(temporal, settings, user.id, old.id, _direct_task(old))
+            await hand_over_stored(db, temporal, settings, old)
         return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
     # Persisted first (evidence), handed over second: a crash in between leaves a stored
-    # message that the client's retry with the same client_message_id hands over.
+    # message that the client's retry with the same client_message_id hands over, or,
+    # when no retry comes, the relay (api/relay.py).
     await _hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
+    await _mark_handed(db, msg.id)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
+
+
+async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow) -> None:
+    """Hand a stored message over (again) and record that Temporal took it. A direct
+    message whose task is no longer running goes to the main thread, which starts the
+    task again in place (as accept does for a finished task)."""
+    direct = _direct_task(m)
+    try:
+        await _hand_over(temporal, settings, m.user_id, m.id, direct)
+    except Conflict:
+        if direct is None:
+            raise
+        await _hand_over(temporal, settings, m.user_id, m.id, None)
+    await _mark_handed(db, m.id)
+
+
+async def _mark_handed(db: Any, message_id: str) -> None:
+    async with db.session() as s:
+        await s.execute(
+            update(MessageRow)
+            .where(MessageRow.id == message_id, MessageRow.handed_at.is_(None))
+            .values(handed_at=clock.now())
+        )
 
 
 async def _same_client_message(s: Any, user_id: str, client_id: str | None) -> MessageRow | None:

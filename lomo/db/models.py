@@ -58,6 +58,10 @@ class MessageRow(Base):
     processed_step: Mapped[int | None] = mapped_column(Integer, nullable=True)
     channel: Mapped[str] = mapped_column(String(10), default="app")  # app | api
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # When Temporal took it (None: stored, not yet handed over; api/relay.py finishes it).
+    handed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True, index=True
+    )
 
 
 class Task(Base):
