@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from api.routes.messages import hand_over_stored
+from api.routes.messages import arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
@@ -42,6 +42,11 @@ async def relay_once(db: Database, temporal: Any, settings: Settings) -> int:
         )
     done = 0
     for m in stranded:
+        if arrived(m):
+            # It reached Temporal (routed, or read by its task) and only the mark is
+            # missing: handing it over again could make its task read it twice.
+            await mark_handed(db, m.id)
+            continue
         try:
             await hand_over_stored(db, temporal, settings, m)
             done += 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -170,3 +170,10 @@ async def test_a_relay_round_while_temporal_is_down_leaves_the_message_for_the_n
             return (await _message(stack, row.id))["routing"].get("task_id")
 
         assert await eventually(routed, within=60)
+        # A message that visibly arrived but lost its mark is marked, not sent again.
+        async with stack.db.session() as s:
+            await s.execute(
+                update(MessageRow).where(MessageRow.id == row.id).values(handed_at=None)
+            )
+        assert await relay_once(stack.db, temporal_client, settings) == 0
+        assert (await _stored(stack, CAT)).handed_at is not None

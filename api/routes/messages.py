@@ -116,14 +116,14 @@ async def accept_message(
         # arrived it is handed over again: the first attempt may have stored it and then
         # not reached Temporal (a 500, or the client gave up waiting), and a 202 must mean
         # the message is on its way. Both hand-offs are idempotent (see below).
-        if not _arrived(old):
+        if not arrived(old):
             await hand_over_stored(db, temporal, settings, old)
         return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
     # Persisted first (evidence), handed over second: a crash in between leaves a stored
     # message that the client's retry with the same client_message_id hands over, or,
     # when no retry comes, the relay (api/relay.py).
     await _hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
-    await _mark_handed(db, msg.id)
+    await mark_handed(db, msg.id)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 
 
@@ -138,10 +138,10 @@ async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow)
         if direct is None:
             raise
         await _hand_over(temporal, settings, m.user_id, m.id, None)
-    await _mark_handed(db, m.id)
+    await mark_handed(db, m.id)
 
 
-async def _mark_handed(db: Any, message_id: str) -> None:
+async def mark_handed(db: Any, message_id: str) -> None:
     async with db.session() as s:
         await s.execute(
             update(MessageRow)
@@ -166,7 +166,7 @@ def _direct_task(m: MessageRow) -> str | None:
     return m.task_id if m.deterministic and m.routing_status == "routed" else None
 
 
-def _arrived(m: MessageRow) -> bool:
+def arrived(m: MessageRow) -> bool:
     """Visibly past the hand-off: routed by the main thread, or read by its task. A direct
     message is "routed" from the start, so only its task having read it counts."""
     if _direct_task(m) is not None:
