@@ -91,30 +91,32 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
     tail, results = _read(request)
     for r in results:
         if r.get("status") in ("started", "already_running"):
-            return _text(_SAY["started"][de], request)
+            return text_reply(_SAY["started"][de], request)
         if r.get("type") == "flow" and r.get("object_id"):
-            return _call(request, "run_flow", {"object_id": r["object_id"]})
+            return tool_call(request, "run_flow", {"object_id": r["object_id"]})
         if r.get("type") == "document" and r.get("object_id"):
             nodes = film_nodes(str(r["object_id"]), shots_of(text))
-            return _call(request, "create_flow", {"name": "Short film", "nodes": nodes})
+            return tool_call(request, "create_flow", {"name": "Short film", "nodes": nodes})
     flow_id = film_flow(text)
     runs = [m for m in _RUN.finditer(tail) if flow_id is None or m["flow"] == flow_id]
     if not runs:
         if flow_id:
-            return _call(request, "run_flow", {"object_id": flow_id})
-        return _call(request, "create_document", {"name": "Storyboard", "text": text})
+            return tool_call(request, "run_flow", {"object_id": flow_id})
+        return tool_call(request, "create_document", {"name": "Storyboard", "text": text})
     newest = runs[0]  # the runtime lists the newest run first
     status, rest = newest["status"], newest["rest"]
     if status == "succeeded" and "stale" in rest:
         # The person changed shots mid-run: run again, which redoes just those.
-        return _call(request, "run_flow", {"object_id": newest["flow"]})
+        return tool_call(request, "run_flow", {"object_id": newest["flow"]})
     if status == "succeeded":
         results_at = rest.find("results: ")
         where = f" {rest[results_at:].strip('; ')}" if results_at >= 0 else ""
-        return _text(_SAY["ready"][de].format(rest=where), request)
+        return text_reply(_SAY["ready"][de].format(rest=where), request)
     if status in ("failed", "declined", "waiting_price"):
-        return _text(_SAY[status][de].format(rest=rest.strip("; ")), request)
-    return _text(_SAY["running"][de].format(done=newest["done"], total=newest["total"]), request)
+        return text_reply(_SAY[status][de].format(rest=rest.strip("; ")), request)
+    return text_reply(
+        _SAY["running"][de].format(done=newest["done"], total=newest["total"]), request
+    )
 
 
 def _read(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
@@ -133,7 +135,7 @@ def _read(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
     return tail, results
 
 
-def _call(request: ModelRequest, name: str, args: dict[str, Any]) -> ModelResponse:
+def tool_call(request: ModelRequest, name: str, args: dict[str, Any]) -> ModelResponse:
     return ModelResponse(
         content=[
             ToolUseBlock(
@@ -146,7 +148,7 @@ def _call(request: ModelRequest, name: str, args: dict[str, Any]) -> ModelRespon
     )
 
 
-def _text(text: str, request: ModelRequest) -> ModelResponse:
+def text_reply(text: str, request: ModelRequest) -> ModelResponse:
     return ModelResponse(
         content=[TextBlock(text=text)],
         stop_reason="end_turn",

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from llm.standin.film import text_reply, tool_call
 from llm.types import (
     Message,
     ModelRequest,
@@ -22,7 +23,6 @@ from llm.types import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
 
 _NOTES = re.compile(r"\b(notes|notizen)\b", re.IGNORECASE)
@@ -102,55 +102,29 @@ def notes_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
     assert doc is not None
     assets, reads, written = _history(request, doc)
     if written:
-        return _text(_SAY["done"][de], request)
+        return text_reply(_SAY["done"][de], request)
     for r in _last_results(request):
         if "error" in r:
             if reads and assets and len(reads) < 3:
-                return _call(request, "read_object", {"object_id": doc})  # stale: re-read
-            return _text(_SAY["failed"][de] + str(r["error"]), request)
+                return tool_call(request, "read_object", {"object_id": doc})  # stale: re-read
+            return text_reply(_SAY["failed"][de] + str(r["error"]), request)
         if r.get("status") == "submitted":
-            return _text(_SAY["generating"][de], request)
+            return text_reply(_SAY["generating"][de], request)
         if r.get("object_id") == doc and "text" in r:
             if assets:  # re-read after a refused write: write on this version
                 return _write(request, doc, r, assets[-1])
             prompt = " ".join(_OBJECT.sub("", text).split())
-            return _call(request, "generate_image", {"prompt": prompt, "model": "sim-image-1"})
+            return tool_call(request, "generate_image", {"prompt": prompt, "model": "sim-image-1"})
     if assets and reads:
         # The picture is there: write on the version read before ordering it.
         return _write(request, doc, reads[0], assets[-1])
-    return _call(request, "read_object", {"object_id": doc})
+    return tool_call(request, "read_object", {"object_id": doc})
 
 
 def _write(request: ModelRequest, doc: str, read: dict[str, Any], asset: str) -> ModelResponse:
     text = str(read["text"]).rstrip("\n") + f"\nPicture: {asset}\n"
-    return _call(
+    return tool_call(
         request,
         "write_object",
         {"object_id": doc, "base_version": int(read["version"]), "text": text},
     )
-
-
-def _call(request: ModelRequest, name: str, args: dict[str, Any]) -> ModelResponse:
-    return ModelResponse(
-        content=[
-            ToolUseBlock(
-                id=f"toolu_{request.purpose}_{len(request.messages):04d}", name=name, input=args
-            )
-        ],
-        stop_reason="tool_use",
-        usage=Usage(input_tokens=_tokens(request), output_tokens=40),
-        model="lomo-offline",
-    )
-
-
-def _text(text: str, request: ModelRequest) -> ModelResponse:
-    return ModelResponse(
-        content=[TextBlock(text=text)],
-        stop_reason="end_turn",
-        usage=Usage(input_tokens=_tokens(request), output_tokens=len(text) // 4 + 1),
-        model="lomo-offline",
-    )
-
-
-def _tokens(request: ModelRequest) -> int:
-    return sum(len(str(m)) for m in request.messages) // 4
