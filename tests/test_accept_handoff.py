@@ -22,37 +22,14 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 import api.card_effects as card_effects
-import api.routes.messages as messages_route
 from api.dispatch import route_via_main
 from lomo.db.models import Task
 from lomo.ids import new_id
+from tests.handoff_support import fail_hand_off, get_message
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
 CAT = "Generate an image of a red tabby cat"
-
-
-def _fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
-    """The api's hand-off `name` raises once, as when the dev server is down; the row is
-    committed by then."""
-    real = getattr(messages_route, name)
-    failed: list[str] = []
-
-    async def flaky(*args: Any) -> Any:
-        if not failed:
-            failed.append(str(args))
-            raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
-        return await real(*args)
-
-    monkeypatch.setattr(messages_route, name, flaky)
-    return failed
-
-
-async def _message(stack: Stack, mid: str) -> dict[str, Any]:
-    r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
-    assert r.status_code == 200, r.text
-    data: dict[str, Any] = r.json()
-    return data
 
 
 async def _refused(request: Awaitable[httpx.Response]) -> None:
@@ -90,7 +67,7 @@ async def test_a_retry_hands_over_a_message_whose_first_hand_off_failed(
     async with running_stack(
         tmp_path, db_url, temporal_server, temporal_client, task_queue
     ) as stack:
-        failed = _fail_once(monkeypatch, "route_via_main")
+        failed = fail_hand_off(monkeypatch, "route_via_main")
         await _refused(_post(stack, "cid-1"))  # stored, not handed over
         assert failed
         r = await _post(stack, "cid-1")  # the client's retry: the same message
@@ -98,7 +75,7 @@ async def test_a_retry_hands_over_a_message_whose_first_hand_off_failed(
         mid = r.json()["message_id"]
 
         async def routed() -> Any:
-            m = await _message(stack, mid)
+            m = await get_message(stack, mid)
             return m if m["routing"].get("task_id") else None
 
         m = await eventually(routed, within=60)
@@ -126,10 +103,10 @@ async def test_a_retry_delivers_a_direct_message_whose_first_delivery_failed(
         first = r.json()["message_id"]
 
         async def task_of_first() -> Any:
-            return (await _message(stack, first))["routing"].get("task_id")
+            return (await get_message(stack, first))["routing"].get("task_id")
 
         task_id = await eventually(task_of_first, within=60)
-        failed = _fail_once(monkeypatch, "deliver_to_task")
+        failed = fail_hand_off(monkeypatch, "deliver_to_task")
         later = {"text": "Make it a bit darker", "client_message_id": "cid-2"}
         await _refused(
             stack.api.post(f"/v1/tasks/{task_id}/messages", json=later, headers=stack.auth)
@@ -140,7 +117,7 @@ async def test_a_retry_delivers_a_direct_message_whose_first_delivery_failed(
         mid = r.json()["message_id"]
 
         async def read_by_task() -> Any:
-            return (await _message(stack, mid)).get("processed")
+            return (await get_message(stack, mid)).get("processed")
 
         seen = await eventually(read_by_task, within=90)
         assert seen["task_id"] == task_id
@@ -159,7 +136,7 @@ async def test_a_message_handed_to_the_main_thread_twice_is_handed_over_once(
         mid = r.json()["message_id"]
 
         async def routed(m_id: str) -> Any:
-            return (await _message(stack, m_id))["routing"].get("task_id")
+            return (await get_message(stack, m_id))["routing"].get("task_id")
 
         task_id = await eventually(lambda: routed(mid), within=60)
         await route_via_main(temporal_client, stack.settings, stack.user_id, mid)
@@ -231,6 +208,6 @@ async def test_a_retried_clarify_answer_reaches_the_main_thread(
         assert r.status_code == 409, r.text  # answered already, and handed on again
 
         async def routed() -> Any:
-            return (await _message(stack, mid))["routing"].get("task_id")
+            return (await get_message(stack, mid))["routing"].get("task_id")
 
         assert await eventually(routed, within=60) == tasks[1].id

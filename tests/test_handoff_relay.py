@@ -16,31 +16,15 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
-import api.routes.messages as messages_route
 from api.relay import relay_once
 from lomo.db.models import MessageRow
+from tests.handoff_support import fail_hand_off, get_message
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
 CAT = "Generate an image of a red tabby cat"
 RELAY_S = 1.0
-
-
-def _fail(monkeypatch: pytest.MonkeyPatch, name: str, times: int) -> list[str]:
-    """The api's hand-off `name` raises `times` times, as when the dev server is down."""
-    real = getattr(messages_route, name)
-    failed: list[str] = []
-
-    async def flaky(*args: Any) -> Any:
-        if len(failed) < times:
-            failed.append(str(args))
-            raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
-        return await real(*args)
-
-    monkeypatch.setattr(messages_route, name, flaky)
-    return failed
 
 
 async def _post_once(stack: Stack, path: str, body: dict[str, Any]) -> None:
@@ -59,13 +43,6 @@ async def _stored(stack: Stack, text: str) -> MessageRow:
     return row
 
 
-async def _message(stack: Stack, mid: str) -> dict[str, Any]:
-    r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
-    assert r.status_code == 200, r.text
-    data: dict[str, Any] = r.json()
-    return data
-
-
 async def test_the_relay_routes_a_message_whose_hand_off_failed_and_was_never_resent(
     tmp_path: Path,
     db_url: str,
@@ -82,14 +59,14 @@ async def test_the_relay_routes_a_message_whose_hand_off_failed_and_was_never_re
         task_queue,
         handoff_relay_seconds=RELAY_S,
     ) as stack:
-        failed = _fail(monkeypatch, "route_via_main", 1)
+        failed = fail_hand_off(monkeypatch, "route_via_main", 1)
         await _post_once(stack, "/v1/messages", {"text": CAT})
         assert failed
         row = await _stored(stack, CAT)
         assert row.handed_at is None and row.routing_status == "pending"
 
         async def routed() -> Any:
-            m = await _message(stack, row.id)
+            m = await get_message(stack, row.id)
             return m if m["routing"].get("task_id") else None
 
         m = await eventually(routed, within=60)
@@ -121,10 +98,10 @@ async def test_the_relay_delivers_a_direct_message_whose_delivery_failed(
         first = r.json()["message_id"]
 
         async def task_of_first() -> Any:
-            return (await _message(stack, first))["routing"].get("task_id")
+            return (await get_message(stack, first))["routing"].get("task_id")
 
         task_id = await eventually(task_of_first, within=60)
-        failed = _fail(monkeypatch, "deliver_to_task", 1)
+        failed = fail_hand_off(monkeypatch, "deliver_to_task", 1)
         later = "Make it a bit darker"
         await _post_once(stack, f"/v1/tasks/{task_id}/messages", {"text": later})
         assert failed
@@ -132,7 +109,7 @@ async def test_the_relay_delivers_a_direct_message_whose_delivery_failed(
         assert row.handed_at is None
 
         async def read_by_task() -> Any:
-            return (await _message(stack, row.id)).get("processed")
+            return (await get_message(stack, row.id)).get("processed")
 
         seen = await eventually(read_by_task, within=90)
         assert seen["task_id"] == task_id
@@ -156,7 +133,7 @@ async def test_a_relay_round_while_temporal_is_down_leaves_the_message_for_the_n
         task_queue,
         handoff_relay_seconds=0,
     ) as stack:
-        failed = _fail(monkeypatch, "route_via_main", 2)  # the request's, then a round's
+        failed = fail_hand_off(monkeypatch, "route_via_main", 2)  # the request's, then a round's
         await _post_once(stack, "/v1/messages", {"text": CAT})
         row = await _stored(stack, CAT)
         settings = stack.settings.model_copy(update={"handoff_relay_seconds": 0.0})
@@ -167,7 +144,7 @@ async def test_a_relay_round_while_temporal_is_down_leaves_the_message_for_the_n
         assert await relay_once(stack.db, temporal_client, settings) == 0  # nothing left
 
         async def routed() -> Any:
-            return (await _message(stack, row.id))["routing"].get("task_id")
+            return (await get_message(stack, row.id))["routing"].get("task_id")
 
         assert await eventually(routed, within=60)
         # A message that visibly arrived but lost its mark is marked, not sent again.

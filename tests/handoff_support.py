@@ -1,0 +1,35 @@
+"""Shared by the hand-off tests: fail the api's hand-off to Temporal at exactly the point
+after the message's commit, and read a message back over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
+import api.routes.messages as messages_route
+from tests.stack import Stack
+
+
+def fail_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> list[str]:
+    """The api's hand-off `name` raises `times` times, as when the dev server is down; the
+    row is committed by then."""
+    real = getattr(messages_route, name)
+    failed: list[str] = []
+
+    async def flaky(*args: Any) -> Any:
+        if len(failed) < times:
+            failed.append(str(args))
+            raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
+        return await real(*args)
+
+    monkeypatch.setattr(messages_route, name, flaky)
+    return failed
+
+
+async def get_message(stack: Stack, mid: str) -> dict[str, Any]:
+    r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    return data
