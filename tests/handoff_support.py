@@ -9,6 +9,7 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 import api.routes.messages as messages_route
+from tests.helpers import eventually
 from tests.stack import Stack
 
 
@@ -33,3 +34,19 @@ async def get_message(stack: Stack, mid: str) -> dict[str, Any]:
     assert r.status_code == 200, r.text
     data: dict[str, Any] = r.json()
     return data
+
+
+async def persistent_task(stack: Stack) -> str:
+    """A persistent task (it waits on its price card) takes messages itself: the direct
+    path, no main thread. Its id once the main thread routed the request."""
+    r = await stack.api.post(
+        "/v1/messages",
+        json={"text": "Make me a series of retro-style brand posters"},
+        headers=stack.auth,
+    )
+    first = r.json()["message_id"]
+
+    async def task_of_first() -> Any:
+        return (await get_message(stack, first))["routing"].get("task_id")
+
+    return str(await eventually(task_of_first, within=60))

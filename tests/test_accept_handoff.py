@@ -25,7 +25,7 @@ import api.card_effects as card_effects
 from api.dispatch import route_via_main
 from lomo.db.models import Task
 from lomo.ids import new_id
-from tests.handoff_support import fail_hand_off, get_message
+from tests.handoff_support import fail_hand_off, get_message, persistent_task
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
@@ -93,19 +93,7 @@ async def test_a_retry_delivers_a_direct_message_whose_first_delivery_failed(
     async with running_stack(
         tmp_path, db_url, temporal_server, temporal_client, task_queue
     ) as stack:
-        # A persistent task (it waits on its price card) takes messages itself: the direct
-        # path, no main thread.
-        r = await stack.api.post(
-            "/v1/messages",
-            json={"text": "Make me a series of retro-style brand posters"},
-            headers=stack.auth,
-        )
-        first = r.json()["message_id"]
-
-        async def task_of_first() -> Any:
-            return (await get_message(stack, first))["routing"].get("task_id")
-
-        task_id = await eventually(task_of_first, within=60)
+        task_id = await persistent_task(stack)
         failed = fail_hand_off(monkeypatch, "deliver_to_task")
         later = {"text": "Make it a bit darker", "client_message_id": "cid-2"}
         await _refused(

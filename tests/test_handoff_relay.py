@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from api.relay import relay_once
 from lomo.db.models import MessageRow
-from tests.handoff_support import fail_hand_off, get_message
+from tests.handoff_support import fail_hand_off, get_message, persistent_task
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 
@@ -90,17 +90,7 @@ async def test_the_relay_delivers_a_direct_message_whose_delivery_failed(
         task_queue,
         handoff_relay_seconds=RELAY_S,
     ) as stack:
-        r = await stack.api.post(
-            "/v1/messages",
-            json={"text": "Make me a series of retro-style brand posters"},
-            headers=stack.auth,
-        )
-        first = r.json()["message_id"]
-
-        async def task_of_first() -> Any:
-            return (await get_message(stack, first))["routing"].get("task_id")
-
-        task_id = await eventually(task_of_first, within=60)
+        task_id = await persistent_task(stack)
         failed = fail_hand_off(monkeypatch, "deliver_to_task", 1)
         later = "Make it a bit darker"
         await _post_once(stack, f"/v1/tasks/{task_id}/messages", {"text": later})
