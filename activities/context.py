@@ -23,10 +23,8 @@ is visible.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -34,7 +32,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
-from activities.checklist import load_items
+from activities.context_prefix import compare_prefix, profile_layout
+from activities.context_prefix import sha as _sha
+from activities.context_tail import dynamic_tail, task_header, visible_result
 from activities.context_tools import (
     DOMAINS,
     call_order,
@@ -45,8 +45,6 @@ from activities.context_tools import (
 )
 from activities.segments import ContextPolicy, step_line
 from activities.toolkit import Tool
-from flows.graph import run_of_call
-from flows.runs import progress_lines
 from llm.types import (
     Block,
     Message,
@@ -60,13 +58,10 @@ from llm.types import (
 )
 from lomo.db.context import ContextSegment
 from lomo.db.models import (
-    Card,
-    GenerationOrder,
     MessageRow,
     ModelStep,
     Task,
     ToolCall,
-    WorkObject,
 )
 
 SYSTEM_RULES = (
@@ -80,10 +75,6 @@ SYSTEM_RULES = (
 
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
-
-
-def _sha(parts: list[Any]) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -234,7 +225,7 @@ async def build_context(
         if summaries.get(k) is None or kept(seg) != seg:
             need.update(range(k * size, min((k + 1) * size, n_now)))
     await _load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
-    profile = _profile_layout(prev, extras, n_now)
+    profile = profile_layout(prev, extras, n_now)
 
     def step_calls(steps: list[ModelStep]) -> list[ToolCall]:
         return [c for st in steps for c in by_step.get((st.turn, st.step), [])]
@@ -315,7 +306,7 @@ async def build_context(
         implicit: list[str] = []
         for tu in resp.tool_uses:
             call = calls.get(tu.id)
-            shown = _visible(call.result) if call and call.result else {"status": "missing"}
+            shown = visible_result(call.result) if call and call.result else {"status": "missing"}
             loads = loaded_domains([call], tools) if call else []
             new = [d for d in loads if d not in visible]
             visible.extend(new)
@@ -364,7 +355,7 @@ async def build_context(
     # the request with a user message); an empty tail sends nothing after the history.
     status = not all_steps or all_steps[-1].turn != task.turn
     status = status or not conversation or conversation[-1].role != "user"
-    tail, reported_now = await _dynamic_tail(session, task, since, reported, extras, status)
+    tail, reported_now = await dynamic_tail(session, task, since, reported, extras, status)
     if tail:
         add("user", [TextBlock(text=tail)])
 
@@ -402,7 +393,7 @@ async def build_context(
         "core_tool_tokens": estimate_tokens(json.dumps(core)),
         "loaded_tool_tokens": estimate_tokens(json.dumps(loaded)) if loaded else 0,
     }
-    cached = _compare(prefix, prev, history_dicts, profile.appended)
+    cached = compare_prefix(prefix, prev, history_dicts, profile.appended)
     texts = [
         (
             "stable_prefix",
@@ -431,123 +422,6 @@ def _spec_dict(t: ToolSpec) -> dict[str, Any]:
     return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
 
 
-def _compare(
-    now: dict[str, Any],
-    prev: dict[str, Any] | None,
-    history: list[dict[str, Any]],
-    appended: str | None,
-) -> dict[str, Any]:
-    """Which layers repeat the previous step's bytes (what the prompt cache can serve), and
-    why the stable prefix changed. Sets now["changes"] (reasons the bytes before the
-    history changed; empty: unchanged) and now["events"] (what was appended or dropped
-    without touching them: domain loads and unloads, profile additions)."""
-    now["changes"] = []
-    now["events"] = []
-    if prev is None:
-        return dict.fromkeys(
-            (
-                "stable_prefix",
-                "loaded_tools",
-                "segment_summaries",
-                "recent_messages",
-                "dynamic_tail",
-            ),
-            False,
-        )
-    before = prev.get("domains", [])
-    added = [d for d in now["domains"] if d not in before]
-    dropped = [d for d in before if d not in now["domains"]]
-    if added:
-        now["events"].append("domain load: " + ", ".join(added))
-    if dropped:
-        now["events"].append("domain unload: " + ", ".join(dropped))
-    if appended:
-        now["events"].append(appended)
-    if now["core_sha"] != prev.get("core_sha"):
-        now["changes"].append("tool definitions changed (a new worker version)")
-    if now["stable_sha"] != prev.get("stable_sha"):
-        if now["profile_version"] != prev.get("profile_version") and not appended:
-            now["changes"].append(
-                f"profile v{prev.get('profile_version')} → v{now['profile_version']}"
-            )
-        if now["task_sha"] != prev.get("task_sha"):
-            # Forgetting scrubbed the goal or briefing (or a step before the header existed).
-            now["changes"].append("task header changed (goal, briefing or language)")
-        if not now["changes"]:
-            now["changes"].append("unexplained")
-    stable = now["stable_sha"] == prev.get("stable_sha")
-    summaries = stable and now["summaries_sha"] == prev.get("summaries_sha")
-    k = int(prev.get("history_blocks", 0))
-    repeated = stable and k > 0 and _sha(history[:k]) == prev.get("history_sha")
-    return {
-        "stable_prefix": now["core_sha"] == prev.get("core_sha") and stable,
-        "loaded_tools": bool(now["domains"]) and (repeated or summaries),
-        "segment_summaries": summaries,
-        # The history up to the previous step is read; what this step added is written.
-        "recent_messages": "partly" if repeated else False,
-        "dynamic_tail": False,
-    }
-
-
-@dataclass
-class _Profile:
-    state: dict[str, Any]
-    base_text: str  # the snapshot in the system prompt
-    notes: list[tuple[int, str]]  # (step ordinal, text): additions appended in the history
-    appended: str | None  # this step's addition, if any
-
-
-def _line_sha(line: str) -> str:
-    return hashlib.sha256(line.encode()).hexdigest()[:12]
-
-
-def _profile_layout(prev: dict[str, Any] | None, extras: ContextExtras, n: int) -> _Profile:
-    """The profile as a snapshot plus appended additions. A new version that only adds lines
-    is appended to the history at the step it appeared (the snapshot and everything after
-    it stay byte-identical); one that removes or changes a line (a correction, forgetting)
-    replaces the snapshot at once, so nothing stale stays in the context. Only line hashes
-    are kept between steps, never the profile's words."""
-    lines = extras.profile.split("\n") if extras.profile else []
-    header, items = (lines[0], lines[1:]) if lines else ("", [])
-    by_sha = {_line_sha(i): i for i in items}
-    state = (prev or {}).get("profile_state")
-    appended = None
-    if state is not None:
-        known = set(state["base"]) | {h for note in state["notes"] for h in note["lines"]}
-        if not known <= set(by_sha):
-            state = None  # a line went away or changed: the snapshot is rewritten
-        elif state["version"] != extras.profile_version:
-            new = [h for h in by_sha if h not in known]
-            notes = state["notes"] + (
-                [{"at": n, "version": extras.profile_version, "lines": new}] if new else []
-            )
-            state = {**state, "version": extras.profile_version, "notes": notes}
-            appended = (
-                f"profile v{state['base_version']} + additions → v{extras.profile_version} "
-                "(appended)"
-            )
-    if state is None:
-        v = extras.profile_version
-        state = {
-            "version": v,
-            "base_version": v,
-            "header": header,
-            "base": list(by_sha),
-            "notes": [],
-        }
-    base = [by_sha[h] for h in state["base"]]
-    base_text = state["header"] + "\n" + "\n".join(base) if base else ""
-    notes = [
-        (
-            int(note["at"]),
-            f"[runtime] the person's profile changed (v{note['version']}); it now also says:\n"
-            + "\n".join(by_sha[h] for h in note["lines"]),
-        )
-        for note in state["notes"]
-    ]
-    return _Profile(state, base_text, notes, appended)
-
-
 def _in_domain_order(domains: list[str]) -> list[str]:
     rank = {d: i for i, d in enumerate(DOMAINS)}
     return sorted(domains, key=lambda d: (rank.get(d, len(rank)), d))
@@ -563,97 +437,3 @@ def _render(m: Message) -> str:
         else:
             out.append(f"tool_use: {b.name} {json.dumps(b.input)}")
     return "\n".join(out)
-
-
-def task_header(task: Task) -> str:
-    """The task's lines that change only when forgetting scrubs them (in the system prompt,
-    after the profile)."""
-    lines = [
-        f"[runtime] task {task.id} ({task.kind}), language {task.language}",
-        f"[runtime] goal: {task.goal[:500]}",
-    ]
-    if task.briefing:
-        lines.append(f"[runtime] briefing: {task.briefing[:2000]}")
-    return "\n".join(lines)
-
-
-async def _dynamic_tail(
-    session: AsyncSession,
-    task: Task,
-    since: datetime | None,
-    reported: set[str],
-    extras: ContextExtras,
-    status: bool = True,
-) -> tuple[str, list[str]]:
-    # The task's fixed lines are in task_header; the turn only when `status`.
-    lines = [f"[runtime] turn {task.turn}"] if status else []
-    items = await load_items(session, task.id)
-    if items:
-        lines.append("[runtime] checklist:")
-        for i in items:
-            flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
-            arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
-            lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
-    cards = await session.scalars(select(Card).where(Card.task_id == task.id))
-    for c in cards:
-        if c.status == "open":
-            lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
-        elif c.status == "answered" and _after(c.answered_at, since):
-            a = c.answer or {}
-            choice = f" option {a.get('option_id')}" if a.get("option_id") else ""
-            text = f": {a.get('text')}" if a.get("text") else ""
-            lines.append(
-                f"[runtime] the person answered card {c.id} ({c.title}): "
-                f"{a.get('action')}{choice}{text}"
-            )
-    orders = await session.scalars(
-        select(GenerationOrder).where(GenerationOrder.task_id == task.id)
-    )
-    shown: list[str] = []
-    # With a checklist, a finished result stays in view until a step carries it; without
-    # one, until a stored step has seen it.
-    attached = {a for i in items for a in i.artifacts}
-    for o in orders:
-        if run_of_call(o.idempotency_key):
-            continue  # a flow node's order: its run's progress line speaks for it
-        unseen = o.id not in reported or (bool(items) and o.object_id not in attached)
-        if o.status == "succeeded" and o.object_id and unseen:
-            lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
-            shown.append(o.id)
-        elif o.status == "failed" and o.id not in reported:
-            lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
-            shown.append(o.id)
-        elif o.status != "failed" and not o.object_id:
-            # Succeeded but its asset not stored yet: still a job the task waits on (the
-            # workflow collects it), never invisible, or the model would order it again.
-            lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
-    assets = await session.scalars(
-        select(WorkObject)
-        .where(WorkObject.user_id == task.user_id, WorkObject.type == "asset")
-        .where(WorkObject.deleted.is_(False))
-        .order_by(WorkObject.created_at.desc())
-        .limit(5)
-    )
-    for obj in assets:
-        lines.append(f"[runtime] recent asset {obj.id}: {obj.name} ({obj.created_at:%Y-%m-%d})")
-    lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
-    lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
-    lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
-    lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
-    return "\n".join(lines), shown
-
-
-def _after(t: datetime | None, since: datetime | None) -> bool:
-    if t is None:
-        return False
-    return since is None or _aware(t) > _aware(since)
-
-
-def _aware(dt: datetime) -> datetime:
-    # SQLite returns naive datetimes even for timezone=True columns.
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def _visible(result: dict[str, Any]) -> dict[str, Any]:
-    """The journal's bookkeeping keys (leading underscore) are not for the model."""
-    return {k: v for k, v in result.items() if not k.startswith("_")}

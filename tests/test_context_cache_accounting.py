@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from activities.context import ContextExtras, _profile_layout
+from activities.context import ContextExtras
+from activities.context_prefix import profile_layout
 from llm.standin.server import BadRequest, account_cache, check_cache_markup
 from tests.context_support import unexplained_prefix_changes
 
@@ -124,14 +125,14 @@ def _profile(version: int, *lines: str) -> ContextExtras:
 
 
 def test_a_profile_addition_is_appended_and_a_correction_rewrites_the_snapshot() -> None:
-    first = _profile_layout(None, _profile(1, "likes teal"), 0)
+    first = profile_layout(None, _profile(1, "likes teal"), 0)
     assert "likes teal" in first.base_text and first.notes == []
     prev = {"profile_state": first.state}
-    added = _profile_layout(prev, _profile(2, "likes teal", "font Futura"), 7)
+    added = profile_layout(prev, _profile(2, "likes teal", "font Futura"), 7)
     assert added.base_text == first.base_text  # the snapshot's bytes stay
     assert [at for at, _ in added.notes] == [7] and "font Futura" in added.notes[0][1]
     assert added.appended and "appended" in added.appended
     # Forgetting or correcting a line: nothing stale may stay, the snapshot is rewritten.
-    fixed = _profile_layout({"profile_state": added.state}, _profile(3, "font Futura"), 9)
+    fixed = profile_layout({"profile_state": added.state}, _profile(3, "font Futura"), 9)
     assert "likes teal" not in fixed.base_text + json.dumps(fixed.notes)
     assert fixed.appended is None and fixed.notes == [] and "Futura" in fixed.base_text

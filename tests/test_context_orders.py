@@ -5,7 +5,8 @@ running nor as succeeded, so the model ordered them again.)"""
 
 from __future__ import annotations
 
-from activities.context import ContextExtras, _dynamic_tail
+from activities.context import ContextExtras
+from activities.context_tail import dynamic_tail
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
@@ -36,7 +37,7 @@ async def test_a_succeeded_order_not_yet_collected_is_still_waited_on(db: Databa
                 )
             )
         await s.flush()
-        text, _ = await _dynamic_tail(s, task, None, set(), ContextExtras())
+        text, _ = await dynamic_tail(s, task, None, set(), ContextExtras())
     assert "waiting on order ord_running (running)" in text
     assert "waiting on order ord_landed (succeeded)" in text
     assert "generation succeeded: order ord_done → asset obj_stored" in text

@@ -1,0 +1,119 @@
+"""The end of a step's request: the task's fixed lines (cached, after the profile) and the
+dynamic tail after the last breakpoint (what changed since the last stored step: the turn
+at a turn's start, finished jobs, answered cards, the checklist). Split from
+`activities/context.py`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from activities.checklist import load_items
+from flows.graph import run_of_call
+from flows.runs import progress_lines
+from lomo.db.models import (
+    Card,
+    GenerationOrder,
+    Task,
+    WorkObject,
+)
+
+if TYPE_CHECKING:
+    from activities.context import ContextExtras
+
+
+def task_header(task: Task) -> str:
+    """The task's lines that change only when forgetting scrubs them (in the system prompt,
+    after the profile)."""
+    lines = [
+        f"[runtime] task {task.id} ({task.kind}), language {task.language}",
+        f"[runtime] goal: {task.goal[:500]}",
+    ]
+    if task.briefing:
+        lines.append(f"[runtime] briefing: {task.briefing[:2000]}")
+    return "\n".join(lines)
+
+
+async def dynamic_tail(
+    session: AsyncSession,
+    task: Task,
+    since: datetime | None,
+    reported: set[str],
+    extras: ContextExtras,
+    status: bool = True,
+) -> tuple[str, list[str]]:
+    # The task's fixed lines are in task_header; the turn only when `status`.
+    lines = [f"[runtime] turn {task.turn}"] if status else []
+    items = await load_items(session, task.id)
+    if items:
+        lines.append("[runtime] checklist:")
+        for i in items:
+            flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
+            arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
+            lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
+    cards = await session.scalars(select(Card).where(Card.task_id == task.id))
+    for c in cards:
+        if c.status == "open":
+            lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
+        elif c.status == "answered" and _after(c.answered_at, since):
+            a = c.answer or {}
+            choice = f" option {a.get('option_id')}" if a.get("option_id") else ""
+            text = f": {a.get('text')}" if a.get("text") else ""
+            lines.append(
+                f"[runtime] the person answered card {c.id} ({c.title}): "
+                f"{a.get('action')}{choice}{text}"
+            )
+    orders = await session.scalars(
+        select(GenerationOrder).where(GenerationOrder.task_id == task.id)
+    )
+    shown: list[str] = []
+    # With a checklist, a finished result stays in view until a step carries it; without
+    # one, until a stored step has seen it.
+    attached = {a for i in items for a in i.artifacts}
+    for o in orders:
+        if run_of_call(o.idempotency_key):
+            continue  # a flow node's order: its run's progress line speaks for it
+        unseen = o.id not in reported or (bool(items) and o.object_id not in attached)
+        if o.status == "succeeded" and o.object_id and unseen:
+            lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
+            shown.append(o.id)
+        elif o.status == "failed" and o.id not in reported:
+            lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
+            shown.append(o.id)
+        elif o.status != "failed" and not o.object_id:
+            # Succeeded but its asset not stored yet: still a job the task waits on (the
+            # workflow collects it), never invisible, or the model would order it again.
+            lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
+    assets = await session.scalars(
+        select(WorkObject)
+        .where(WorkObject.user_id == task.user_id, WorkObject.type == "asset")
+        .where(WorkObject.deleted.is_(False))
+        .order_by(WorkObject.created_at.desc())
+        .limit(5)
+    )
+    for obj in assets:
+        lines.append(f"[runtime] recent asset {obj.id}: {obj.name} ({obj.created_at:%Y-%m-%d})")
+    lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
+    lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
+    lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
+    lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
+    return "\n".join(lines), shown
+
+
+def _after(t: datetime | None, since: datetime | None) -> bool:
+    if t is None:
+        return False
+    return since is None or _aware(t) > _aware(since)
+
+
+def _aware(dt: datetime) -> datetime:
+    # SQLite returns naive datetimes even for timezone=True columns.
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def visible_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The journal's bookkeeping keys (leading underscore) are not for the model."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}
