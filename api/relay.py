@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from api.routes.messages import arrived, hand_over_stored, mark_handed
+from api.handoff import arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-import api.routes.messages as messages_route
+import api.handoff as handoff
 from tests.helpers import eventually
 from tests.stack import Stack
 
@@ -16,7 +16,7 @@ from tests.stack import Stack
 def fail_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> list[str]:
     """The api's hand-off `name` raises `times` times, as when the dev server is down; the
     row is committed by then."""
-    real = getattr(messages_route, name)
+    real = getattr(handoff, name)
     failed: list[str] = []
 
     async def flaky(*args: Any) -> Any:
@@ -25,7 +25,7 @@ def fail_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) ->
             raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
         return await real(*args)
 
-    monkeypatch.setattr(messages_route, name, flaky)
+    monkeypatch.setattr(handoff, name, flaky)
     return failed
 
 

@@ -1,22 +1,18 @@
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
-from api.dispatch import deliver_to_task, route_via_main
-from api.memory_dispatch import request_extraction
-from lomo import clock
+from api.handoff import arrived, hand_over, hand_over_stored, mark_handed
 from lomo.db.models import MessageRow
-from lomo.errors import Conflict, NotFound, TooLarge
+from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.telemetry import MESSAGES_ROUTED
 from money.policy import set_autonomy
 from routing.deterministic import resolve_target
 from workspace.store import get_object, link_task
@@ -122,32 +118,9 @@ async def accept_message(
     # Persisted first (evidence), handed over second: a crash in between leaves a stored
     # message that the client's retry with the same client_message_id hands over, or,
     # when no retry comes, the relay (api/relay.py).
-    await _hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
+    await hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
     await mark_handed(db, msg.id)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
-
-
-async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow) -> None:
-    """Hand a stored message over (again) and record that Temporal took it. A direct
-    message whose task is no longer running goes to the main thread, which starts the
-    task again in place (as accept does for a finished task)."""
-    direct = _direct_task(m)
-    try:
-        await _hand_over(temporal, settings, m.user_id, m.id, direct)
-    except Conflict:
-        if direct is None:
-            raise
-        await _hand_over(temporal, settings, m.user_id, m.id, None)
-    await mark_handed(db, m.id)
-
-
-async def mark_handed(db: Any, message_id: str) -> None:
-    async with db.session() as s:
-        await s.execute(
-            update(MessageRow)
-            .where(MessageRow.id == message_id, MessageRow.handed_at.is_(None))
-            .values(handed_at=clock.now())
-        )
 
 
 async def _same_client_message(s: Any, user_id: str, client_id: str | None) -> MessageRow | None:
@@ -159,39 +132,6 @@ async def _same_client_message(s: Any, user_id: str, client_id: str | None) -> M
         )
     )
     return row
-
-
-def _direct_task(m: MessageRow) -> str | None:
-    """The task the api delivered the message to itself (not through the main thread)."""
-    return m.task_id if m.deterministic and m.routing_status == "routed" else None
-
-
-def arrived(m: MessageRow) -> bool:
-    """Visibly past the hand-off: routed by the main thread, or read by its task. A direct
-    message is "routed" from the start, so only its task having read it counts."""
-    if _direct_task(m) is not None:
-        return m.processed_turn is not None
-    return m.routing_status != "pending"
-
-
-async def _hand_over(
-    temporal: Any, settings: Any, user_id: str, message_id: str, direct_task: str | None
-) -> None:
-    """To the task itself (an explicit target) or to the main thread. Repeating it is
-    harmless: the task's inbox and the main thread's queue hold an id once, the routing
-    activity returns a recorded plan flagged as a repeat (nothing handed over twice), and
-    extraction skips a message it already read."""
-    # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
-    # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
-    extraction = asyncio.create_task(request_extraction(temporal, settings, user_id, message_id))
-    try:
-        if direct_task:
-            await deliver_to_task(temporal, direct_task, message_id)
-            MESSAGES_ROUTED.labels("deterministic").inc()
-        else:
-            await route_via_main(temporal, settings, user_id, message_id)
-    finally:
-        await extraction
 
 
 @router.post("/messages", status_code=202)
