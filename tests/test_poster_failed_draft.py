@@ -20,6 +20,7 @@ from lomo.db.models import GenerationOrder
 from money.orders import UNCLEAR_SUBMIT
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
+from tests.test_poster_run import POSTER_SERIES
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +42,7 @@ async def _open_card(st: Stack, tid: str, kind: str) -> dict[str, Any]:
     return card
 
 
-@pytest.mark.parametrize(
-    ("db_url", "text"),
-    [
-        ("sqlite", "Make me a series of retro-style brand posters"),
-        ("postgres", "Erstelle mir eine Serie von Markenplakaten im Retro-Stil"),
-    ],
-    ids=["en", "de"],
-    indirect=["db_url"],
-)
+@POSTER_SERIES
 async def test_a_failed_draft_is_ordered_again_not_waited_on_until_the_limit(
     tmp_path: Path,
     db_url: str,

@@ -50,9 +50,9 @@ async def _until(st: Stack, tid: str, pred: Callable[[dict[str, Any]], bool]) ->
         raise AssertionError(f"task never got there: {await _task(st, tid)}") from e
 
 
-@pytest.mark.parametrize(
+# English on the embedded default, German on Postgres: each backend sees the run once.
+POSTER_SERIES = pytest.mark.parametrize(
     ("db_url", "text"),
-    # English on the embedded default, German on Postgres: each backend sees the run once.
     [
         ("sqlite", "Make me a series of retro-style brand posters"),
         ("postgres", "Erstelle mir eine Serie von Markenplakaten im Retro-Stil"),
@@ -60,6 +60,9 @@ async def _until(st: Stack, tid: str, pred: Callable[[dict[str, Any]], bool]) ->
     ids=["en", "de"],
     indirect=["db_url"],
 )
+
+
+@POSTER_SERIES
 async def test_poster_series_reaches_its_checkpoint_without_continue(
     tmp_path: Path,
     db_url: str,
