@@ -77,6 +77,14 @@ class RoutingActivities:
             msg = await self._message(s, inp.user_id, inp.message_id)
             if msg.deterministic and msg.task_id:
                 # The api settled the target (a finished task to start again): no model.
+                if msg.processed_turn is not None:
+                    # Its task read it already, then ended; the api's direct hand-off came
+                    # again (a relay round or a client retry that saw it as not yet read)
+                    # and found no running workflow. Starting the task again would read it
+                    # a second time: a repeat, not handed over.
+                    plan = self._plan("existing", msg.id, msg.task_id)
+                    plan.repeat = True
+                    return plan
                 task = await s.get(Task, msg.task_id)
                 if task is None or task.status in CLOSED:
                     raise ApplicationError(f"task {msg.task_id} is closed", non_retryable=True)

@@ -58,9 +58,10 @@ async def hand_over(
     temporal: Any, settings: Any, user_id: str, message_id: str, direct_task: str | None
 ) -> None:
     """To the task itself (an explicit target) or to the main thread. Repeating it is
-    harmless: the task's inbox and the main thread's queue hold an id once, the routing
-    activity returns a recorded plan flagged as a repeat (nothing handed over twice), and
-    extraction skips a message it already read."""
+    harmless: the task's inbox and the main thread's queue hold an id once, a task takes an
+    id it already read without reading it again (and without a 409), the routing activity
+    returns a recorded plan, or one for a message its ended task read, flagged as a repeat
+    (nothing handed over twice), and extraction skips a message it already read."""
     # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
     # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
     extraction = asyncio.create_task(request_extraction(temporal, settings, user_id, message_id))

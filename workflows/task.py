@@ -102,7 +102,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             )
             # Only what the model actually saw is processed; later arrivals wait for the
             # next step, never attributed to the running one.
-            self.inbox = [e for e in self.inbox if e.message_id not in consumed]
+            self._consume(consumed)
             if self.stop_requested or self.archive_requested:
                 raise Stopped()  # the decision is stored; its calls never run
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]

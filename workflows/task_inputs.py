@@ -18,6 +18,7 @@ from workflows.task_state import FINAL_ORDER, TaskState
 class TaskInputs(TaskState):
     @workflow.update(name="message")
     def message(self, message_id: str) -> str:
+        # A held or already read id is taken again and changes nothing (see _enqueue).
         self._enqueue(message_id)
         return self.status
 
@@ -25,6 +26,10 @@ class TaskInputs(TaskState):
     def _validate_message(self, message_id: str) -> None:
         if not message_id:
             raise ApplicationError("message_id is required", type="InvalidInput")
+        if message_id in self.consumed:
+            # Read already, even if the task has closed since: a refusal would be a 409, and
+            # the api would send the message through the main thread to be read again.
+            return
         self._refuse_if_closed("messages")
 
     @workflow.signal(name="deliver")

@@ -30,6 +30,13 @@ MODEL_TIMEOUT = timedelta(minutes=5)
 TOOL_TIMEOUT = timedelta(minutes=2)
 WAITING_STATUSES = ("waiting_generation", "waiting_user", "paused")
 LOCAL_DB_PATCH = "local-db-activities"
+CONSUMED_PATCH = "consumed-message-not-read-twice"
+# How many consumed message ids a task remembers (and carries across continue-as-new). A
+# consumed id comes back only from a hand-off that read the message as not yet arrived just
+# before the task read it (the relay's round, a client's retry, the api's fallback through
+# the main thread): seconds, in which a task reads a few messages, not hundreds. 256 ids
+# are about 7 KB of carried input.
+CONSUMED_KEPT = 256
 
 
 class Stopped(Exception):
@@ -48,6 +55,7 @@ class TaskState:
         self.stop_reason = ""
         self.turn = 0
         self.inbox: list[InboxEntry] = []
+        self.consumed: list[str] = []  # the latest CONSUMED_KEPT ids the model has seen
         self.waiting: dict[str, str] = {}  # order_id -> last known status
         self.collected: set[str] = set()
         self.open_cards: dict[str, str] = {}  # card_id -> call_id to run again, or ""
@@ -104,8 +112,20 @@ class TaskState:
 
     # --- small predicates and state carrying -------------------------------------------
     def _enqueue(self, message_id: str) -> None:
-        if all(e.message_id != message_id for e in self.inbox):
-            self.inbox.append(InboxEntry(message_id, workflow.now().isoformat()))
+        if any(e.message_id == message_id for e in self.inbox):
+            return
+        # A message the task already read, handed over again, is not read a second time
+        # (a second turn for one message). Histories from before the patch replay as they
+        # ran; the patch is asked only for such a repeat, so no other history changes.
+        if message_id in self.consumed and workflow.patched(CONSUMED_PATCH):
+            return
+        self.inbox.append(InboxEntry(message_id, workflow.now().isoformat()))
+
+    def _consume(self, message_ids: list[str]) -> None:
+        """The model saw these: out of the inbox, into the bounded consumed list."""
+        self.inbox = [e for e in self.inbox if e.message_id not in message_ids]
+        kept = [m for m in self.consumed if m not in message_ids] + message_ids
+        self.consumed = kept[-CONSUMED_KEPT:]
 
     def _closed_reason(self) -> str:
         if self.status in ("stopped", "archived", "failed"):
@@ -148,6 +168,7 @@ class TaskState:
         self.status = inp.status
         self.stop_reason = inp.stop_reason
         self.inbox = list(inp.inbox)
+        self.consumed = list(inp.consumed_messages)
         self.waiting = {o: "submitted" for o in inp.waiting_orders}
         self.open_cards = dict(inp.open_cards)
         self.answered = set(inp.answered_cards)
@@ -171,6 +192,7 @@ class TaskState:
             turn=self.turn,
             status=self.status,
             inbox=list(self.inbox),
+            consumed_messages=list(self.consumed),
             waiting_orders=self._uncollected(),
             open_cards=dict(self.open_cards),
             answered_cards=sorted(self.answered & set(self.open_cards)),

@@ -36,6 +36,9 @@ class TaskInput:
     answered_cards: list[str] = field(default_factory=list)
     idle_turns: int = 0
     stop_reason: str = ""
+    # Ids the task already read (bounded, see CONSUMED_KEPT); a default, so inputs carried
+    # before it existed still decode.
+    consumed_messages: list[str] = field(default_factory=list)
 
 
 @dataclass
