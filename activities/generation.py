@@ -29,6 +29,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
+from lomo.settings import Settings
 from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
     ORDER_RANK,
@@ -108,8 +109,10 @@ class GenerateTool(Tool):
 
     quote (catalogue) → authorize + reserve (`place_order`, one transaction) or a `price`
     card → claim the one submit → POST upstream with idempotency_key=call_id → persist the
-    job id at once. An unclear submit (timeout, broken connection) fails the order and
-    refunds it; it is never resubmitted (see money/orders.py)."""
+    job id at once. An unclear submit (timeout, broken answer, a worker killed before the
+    id was stored) is sent again with the same key by the call's next attempt when the
+    upstream honours idempotency keys; otherwise it fails the order and refunds it, never
+    resubmitted (see money/orders.py)."""
 
     idempotent = True
 
@@ -158,6 +161,10 @@ class GenerateTool(Tool):
 
     async def _submit(self, order_id: str) -> ToolResult:
         settings = self.deps.settings
+        # An upstream that honours idempotency keys makes a submit that started without a
+        # job id safe to send again: the same key answers the same job, also to two
+        # attempts at once (an old worker still running beside its successor).
+        resend = settings.generation_upstream_idempotent
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
@@ -165,53 +172,80 @@ class GenerateTool(Tool):
                 return error(order.error or "generation failed", failed_order=order.id)
             if order.upstream_job_id or order.status == "succeeded":
                 return _submitted(order.id)
-            if order.submit_started_at is not None:
+            if order.submit_started_at is not None and not resend:
                 if submit_unclear(order, settings):
                     await fail_order(s, order, UNCLEAR_SUBMIT, settings)
                     return error(UNCLEAR_SUBMIT, failed_order=order.id)
                 return _submitted(order.id)  # another attempt is submitting; polls resolve it
-            if not await claim_submit(s, order_id):
+            if not await claim_submit(s, order_id, again=resend):
                 return _submitted(order.id)
-            body = {
-                "kind": order.kind,
-                "model": order.model,
-                "params": order.params,
-                "callback_url": f"{settings.resolved_api_url}/v1/generation/callbacks",
-                "idempotency_key": order.idempotency_key,
-            }
+            body = _job_request(order, settings)
         try:
-            r = await self.deps.http.post(
-                f"{settings.resolved_sim_url}/jobs",
-                json=body,
-                timeout=settings.generation_submit_timeout_seconds,
-            )
+            r = await _post_job(self.deps, body)
         except (httpx.ConnectError, httpx.ConnectTimeout):
             # Nothing reached the upstream: release the claim; Temporal retries the call.
-            async with self.deps.db.session() as s:
-                await release_submit(s, order_id)
+            # (Not after a resend: an earlier attempt's POST may have reached it.)
+            if not resend:
+                async with self.deps.db.session() as s:
+                    await release_submit(s, order_id)
             raise
         except httpx.HTTPError as e:
             log.warning("submit of %s unclear: %r", order_id, e)
+            if resend:
+                raise  # Temporal retries the call; its next attempt sends the key again
             return await self._fail(order_id, UNCLEAR_SUBMIT)
         if settings.fault_kill_after_submit:
             os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
         if r.status_code >= 400:
-            return await self._fail(order_id, f"upstream refused the job: HTTP {r.status_code}")
-        # Shielded: an attempt cancelled now (its heartbeat timed out while the dev server
-        # restarted) still stores the id it holds; the conditional writes keep a failed
-        # order failed.
-        persist = asyncio.ensure_future(
-            _persist_job_id(self.deps.db, order_id, str(r.json()["job_id"]))
-        )
-        await asyncio.shield(persist)
+            return await self._fail(order_id, _refused(r))
+        await _keep_job_id(self.deps.db, order_id, r)
         return _submitted(order_id)
 
     async def _fail(self, order_id: str, reason: str) -> ToolResult:
-        async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, order_id, with_for_update=True)
-            assert order is not None
-            await fail_order(s, order, reason, self.deps.settings)
+        await _fail(self.deps, order_id, reason)
         return error(reason, failed_order=order_id)
+
+
+def _job_request(order: GenerationOrder, settings: Settings) -> dict[str, Any]:
+    return {
+        "kind": order.kind,
+        "model": order.model,
+        "params": order.params,
+        "callback_url": f"{settings.resolved_api_url}/v1/generation/callbacks",
+        "idempotency_key": order.idempotency_key,
+    }
+
+
+async def _post_job(deps: ToolDeps, body: dict[str, Any]) -> httpx.Response:
+    settings = deps.settings
+    return await deps.http.post(
+        f"{settings.resolved_sim_url}/jobs",
+        json=body,
+        timeout=settings.generation_submit_timeout_seconds,
+    )
+
+
+def _refused(r: httpx.Response) -> str:
+    return f"upstream refused the job: HTTP {r.status_code}"
+
+
+async def _fail(deps: ToolDeps, order_id: str, reason: str) -> str:
+    async with deps.db.session() as s:
+        order = await s.get(GenerationOrder, order_id, with_for_update=True)
+        assert order is not None
+        await fail_order(s, order, reason, deps.settings)
+        return order.status
+
+
+async def _keep_job_id(db: Database, order_id: str, r: httpx.Response) -> str:
+    """Store the job id of the upstream's answer. A broken answer (no job id) raises, so
+    Temporal retries: an unclear submit like a timeout."""
+    job_id = str(r.json()["job_id"])
+    # Shielded: an attempt cancelled now (its heartbeat timed out while the dev server
+    # restarted) still stores the id it holds; the conditional writes keep a failed
+    # order failed.
+    await asyncio.shield(asyncio.ensure_future(_persist_job_id(db, order_id, job_id)))
+    return job_id
 
 
 async def _persist_job_id(db: Database, order_id: str, job_id: str) -> None:
@@ -323,12 +357,25 @@ class GenerationActivities:
             if order is None:
                 raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
             job_id = order.upstream_job_id
+            body: dict[str, Any] | None = None
             if job_id is None:
-                # No job id: a submit still in flight, or an unclear one (failed + refunded
-                # once its time is up; never resubmitted).
-                if submit_unclear(order, settings) or order.submit_started_at is None:
-                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
-                return OrderState(order.id, order.status)
+                # No job id: a submit still in flight, or an unclear one.
+                if not settings.generation_upstream_idempotent:
+                    # The refund rule: failed + refunded once its time is up, never resent.
+                    if submit_unclear(order, settings) or order.submit_started_at is None:
+                        await fail_order(s, order, UNCLEAR_SUBMIT, settings)
+                    return OrderState(order.id, order.status)
+                # An idempotent upstream is asked with the same key: a POST it has seen
+                # answers that key's job (racing the submit in flight is harmless).
+                if not await claim_submit(s, order.id, again=True):
+                    return OrderState(order.id, order.status)
+                body = _job_request(order, settings)
+        if body is not None:
+            posted = await _post_job(self.deps, body)  # unclear again: Temporal retries
+            if posted.status_code >= 400:
+                status = await _fail(self.deps, ref.order_id, _refused(posted))
+                return OrderState(ref.order_id, status)
+            job_id = await _keep_job_id(self.deps.db, ref.order_id, posted)
         r = await self.deps.http.get(f"{settings.resolved_sim_url}/jobs/{job_id}")
         r.raise_for_status()
         job = r.json()

@@ -80,9 +80,14 @@ class Settings(BaseSettings):
     initial_credit_cents: int = 2000
     free_confirm_cents: int = 50  # per paid operation without a question
     daily_free_cents: int = 500  # per UTC day without a question
-    # An upstream submit without an answer within this is an unclear outcome: the order is
-    # failed and refunded, never resubmitted (README "Money").
+    # An upstream submit without an answer within this is an unclear outcome (README "Money").
     generation_submit_timeout_seconds: float = 10.0
+    # Whether the generation upstream honours `idempotency_key` (a second POST with a key it
+    # has seen answers that key's job and creates none; the simulator does, across its
+    # restarts). True: an unclear submit (timeout, broken answer, worker killed after the
+    # POST) is sent again with the same key and the job adopted. False: it is failed and
+    # refunded, never resubmitted (money/orders.py).
+    generation_upstream_idempotent: bool = True
     # TEST-ONLY fault hook: the worker exits (os._exit(137)) right after the upstream POST
     # returns, before the job id is persisted. Never set it outside tests.
     fault_kill_after_submit: bool = False

@@ -1,10 +1,17 @@
 """Orders: quote → authorize → reserve (one transaction), the monotonic job state machine,
 and settlement in the order's terminal transition (shared by callback and poll).
 
-Refund rule for unclear submits: an order whose upstream submit started but has no job id
-recorded (a timeout, or a worker killed between the POST and persisting the id) is failed
-and fully refunded once the submit timeout has passed; it is never resubmitted
-automatically. If the upstream did create the job, the platform bears that cost.
+Unclear submits: an order whose upstream submit started but has no job id recorded (a
+timeout, a broken answer, or a worker killed between the POST and persisting the id).
+- The upstream honours idempotency keys (`Settings.generation_upstream_idempotent`, the
+  default; the simulator does): the submit is sent again with the same key (= call_id) by
+  the call's next attempt (Temporal's retry) or by the compensating poll, and the job id
+  the upstream answers is adopted. A key the upstream has seen creates no second job, so
+  attempts racing (an old worker beside its successor) all get the one job; the order is
+  charged once and nothing is refunded.
+- It does not: the refund rule. The order is failed and fully refunded (at once on a
+  timeout; once the submit timeout has passed after a crash) and never resubmitted
+  automatically; if the upstream did create the job, the platform bears that cost.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from money.policy import authorize
 # Order states in their only allowed direction; a lower rank never overwrites a higher one.
 ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
 TERMINAL_ORDER = ("succeeded", "failed")
+# The refund rule's reason (an upstream without idempotency keys only).
 UNCLEAR_SUBMIT = "upstream submit outcome unclear (no job id recorded); refunded, not resubmitted"
 
 
@@ -134,8 +142,13 @@ async def place_order(
     return Placed(order, new=True)
 
 
-async def claim_submit(s: AsyncSession, order_id: str) -> bool:
-    """Mark the one upstream submit of this order; False if one was already started."""
+async def claim_submit(s: AsyncSession, order_id: str, again: bool = False) -> bool:
+    """Mark the one upstream submit of this order; False if one was already started.
+
+    `again` (an upstream that honours idempotency keys): also True for a submit that
+    started without a job id, which is then sent again with the same key; False only once
+    the order needs no submit (its job id is stored, or it ended). Concurrent attempts may
+    all get True: the key makes their POSTs one job. The first start time is kept."""
     r = await s.execute(
         update(GenerationOrder)
         .where(
@@ -144,6 +157,18 @@ async def claim_submit(s: AsyncSession, order_id: str) -> bool:
             GenerationOrder.status == "created",
         )
         .values(submit_started_at=now(), updated_at=now())
+    )
+    if r.rowcount or not again:  # type: ignore[attr-defined]
+        return bool(r.rowcount)  # type: ignore[attr-defined]
+    # A conditional write, not a read: it also write-locks the row on SQLite.
+    r = await s.execute(
+        update(GenerationOrder)
+        .where(
+            GenerationOrder.id == order_id,
+            GenerationOrder.upstream_job_id.is_(None),
+            GenerationOrder.status == "created",
+        )
+        .values(updated_at=now())
     )
     return bool(r.rowcount)  # type: ignore[attr-defined]
 
@@ -175,7 +200,8 @@ async def record_job_id(s: AsyncSession, order_id: str, job_id: str) -> None:
 
 
 def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
-    """A submit started, no job id recorded, and its time is up."""
+    """A submit started, no job id recorded, and its time is up (the refund rule's test;
+    with an idempotent upstream such a submit is sent again instead)."""
     if order.upstream_job_id or order.submit_started_at is None:
         return False
     limit = timedelta(seconds=settings.generation_submit_timeout_seconds)

@@ -2,8 +2,9 @@
 its SQLite file, started again) mid-run: no call key is ordered twice, at most one
 upstream job per order, and the books balance to the cent. Callbacks that arrive while the
 server is down wake nobody; the run's compensating polls find the orders' ends. A node
-whose submit the kill made unclear fails by the refund rule (never resubmitted) and runs
-again under a new key when the person resumes the run."""
+whose submit the kill made unclear is sent again with its key (the simulator honours
+idempotency keys, the default) and adopts its job; were the upstream not idempotent, it
+would fail by the refund rule and run again under a new key when the person resumes."""
 
 from __future__ import annotations
 
@@ -77,9 +78,9 @@ async def test_a_run_survives_a_killed_worker_and_a_restarted_dev_server(
                 view = await wait_status(m, run_id, "succeeded", "failed", within=180)
                 unclear = {n for n, v in view["nodes"].items() if v["status"] == "failed"}
                 if view["status"] == "failed":
-                    # Killed between the upstream POST and persisting its job id: by the
-                    # refund rule that order is failed and refunded, never resubmitted.
-                    # The person resumes; the node gets a new order under a new attempt.
+                    # Only the refund rule (an upstream without idempotency keys) fails
+                    # an order killed between the POST and persisting its job id. The
+                    # person resumes; the node gets a new order under a new attempt.
                     assert all(UNCLEAR_SUBMIT in view["nodes"][n]["error"] for n in unclear)
                     r = await m.api.post(f"/v1/flow-runs/{run_id}/resume", headers=m.auth)
                     assert r.status_code == 202, r.text

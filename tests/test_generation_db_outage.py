@@ -44,9 +44,15 @@ async def _like_temporal(call: Callable[[], Awaitable[ToolResult]]) -> ToolResul
 async def test_job_id_returned_while_the_db_is_down_is_kept_and_collected(
     tmp_path: Path, db_url: str, temporal_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A short unclear-submit limit so that, without the fix, the poll fails the order fast.
+    # A short unclear-submit limit so that, without the fix, the poll fails the order fast
+    # (the refund rule of an upstream without idempotency keys; an idempotent one would
+    # get the id again by resending the key).
     async with money_env(
-        tmp_path, db_url, temporal_server, generation_submit_timeout_seconds=0.5
+        tmp_path,
+        db_url,
+        temporal_server,
+        generation_submit_timeout_seconds=0.5,
+        generation_upstream_idempotent=False,
     ) as m:
         real = generation.record_job_id
         down = {"left": 3}  # the DB refuses the next three writes of a job id
@@ -98,7 +104,11 @@ async def test_job_id_is_stored_even_when_the_attempt_is_cancelled_meanwhile(
     here while it waits for the DB to store the job id. The id it holds is still stored,
     so the retry and the poll find the job instead of failing the order as unclear."""
     async with money_env(
-        tmp_path, db_url, temporal_server, generation_submit_timeout_seconds=2
+        tmp_path,
+        db_url,
+        temporal_server,
+        generation_submit_timeout_seconds=2,
+        generation_upstream_idempotent=False,  # the refund rule: the strict case
     ) as m:
         real = generation.record_job_id
         down = {"left": 2}

@@ -64,8 +64,13 @@ async def test_callback_faults_charge_once(money: Money, faults: dict[str, Any])
 async def test_submit_timeout_after_create_is_failed_refunded_never_resubmitted(
     tmp_path: Path, db_url: str, temporal_server: str
 ) -> None:
+    # An upstream without idempotency keys (an idempotent one: tests/test_money_resend.py).
     async with money_env(
-        tmp_path, db_url, temporal_server, generation_submit_timeout_seconds=0.5
+        tmp_path,
+        db_url,
+        temporal_server,
+        generation_submit_timeout_seconds=0.5,
+        generation_upstream_idempotent=False,
     ) as m:
         await m.sim.post(
             "/sim/faults",

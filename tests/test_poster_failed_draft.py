@@ -1,7 +1,8 @@
-"""A poster draft whose order fails (an unclear submit: refunded, never resubmitted by the
-platform) must not leave the task talking about drafts "still being generated" until the
-no-progress limit stops it, as a scenario run on a crashing Postgres saw in both poster
-rows: the agent orders the failed draft again and the series reaches its selection card.
+"""A poster draft whose order fails (an unclear submit against an upstream without
+idempotency keys: refunded, never resubmitted by the platform) must not leave the task
+talking about drafts "still being generated" until the no-progress limit stops it, as a
+scenario run on a crashing Postgres saw in both poster rows: the agent orders the failed
+draft again and the series reaches its selection card.
 
 The fault is injected at its exact point: the upstream POST of draft 3 breaks after it was
 sent (httpx.ReadTimeout, outcome unclear), so `GenerateTool` fails and refunds that order."""
@@ -63,7 +64,14 @@ async def test_a_failed_draft_is_ordered_again_not_waited_on_until_the_limit(
         return await real_post(self, url, *a, **kw)
 
     monkeypatch.setattr(httpx.AsyncClient, "post", post)
-    async with running_stack(tmp_path, db_url, temporal_server, temporal_client, task_queue) as st:
+    async with running_stack(
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        generation_upstream_idempotent=False,  # else the retry adopts the job: no failed draft
+    ) as st:
         r = await st.api.post("/v1/messages", json={"text": text}, headers=st.auth)
         mid = r.json()["message_id"]
 

@@ -60,8 +60,9 @@ async def callback(
             .with_for_update()
         )
         if order is None and report.idempotency_key:
-            # A job whose id was never recorded: its submit was unclear, so its order is
-            # (or will be) failed and refunded, never adopted. Acknowledge, change nothing.
+            # A job whose id was never recorded (an unclear submit): its order adopts it by
+            # sending the key again (an idempotent upstream; the task's poll then reads the
+            # state) or is failed and refunded. Acknowledge, change nothing.
             unclear = await s.scalar(
                 select(GenerationOrder.id).where(
                     GenerationOrder.idempotency_key == report.idempotency_key,
