@@ -97,6 +97,7 @@ class BuiltContext:
     reported_orders: list[str] = field(default_factory=list)  # finished jobs shown now
     prefix: dict[str, Any] = field(default_factory=dict)  # fingerprints and change reasons
     visible_tools: list[str] = field(default_factory=list)  # core and loaded, not deferred
+    steps_before: int = 0  # the task's stored steps when this context was built
 
 
 async def _load_bodies(
@@ -110,7 +111,7 @@ async def _load_bodies(
     rows = await session.execute(
         select(ModelStep.id, ModelStep.response).where(ModelStep.id.in_([s.id for s in steps]))
     )
-    response: dict[int, Any] = {i: r for i, r in rows.tuples()}
+    response: dict[int, Any] = {i: r for i, r in rows.all()}
     for st in steps:
         set_committed_value(st, "response", response[st.id])
     calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
@@ -122,7 +123,7 @@ async def _load_bodies(
                 ToolCall.call_id.in_(list(calls))
             )
         )
-    ).tuples():
+    ).all():
         set_committed_value(calls[cid], "input", inp)
         set_committed_value(calls[cid], "result", res)
 
@@ -144,9 +145,9 @@ async def build_context(
     # length. Only two small fields of it are read here, and only what they hold is loaded.
     # The same holds for the responses and the tool calls' inputs and results: only the
     # steps shown in full (or in a segment without its summary) have theirs loaded, below.
-    all_steps = list(
-        await session.scalars(
-            select(ModelStep)
+    step_rows = (
+        await session.execute(
+            select(ModelStep, ModelStep.context["reported_orders"])
             .options(
                 defer(ModelStep.context, raiseload=True),
                 defer(ModelStep.response, raiseload=True),
@@ -154,10 +155,12 @@ async def build_context(
             .where(ModelStep.task_id == task.id)
             .order_by(ModelStep.id)
         )
-    )
-    reported_lists = await session.scalars(
-        select(ModelStep.context["reported_orders"]).where(ModelStep.task_id == task.id)
-    )
+    ).all()
+    all_steps: list[ModelStep] = []
+    reported_lists: list[Any] = []
+    for st, rep in step_rows:
+        all_steps.append(st)
+        reported_lists.append(rep)
     prev = await session.scalar(
         select(ModelStep.context["prefix"])
         .where(ModelStep.task_id == task.id)
@@ -415,7 +418,7 @@ async def build_context(
     ]
     names = [t.name for t in specs if not t.deferred]
     names += [t.name for d in visible for t in specs if tools[t.name].domain == d]
-    return BuiltContext(request, layers, reported_now, prefix, names)
+    return BuiltContext(request, layers, reported_now, prefix, names, n_now)
 
 
 def _spec_dict(t: ToolSpec) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
@@ -61,6 +61,12 @@ class RuntimeActivities:
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
+        decision = await self._model_step(inp)
+        if decision.end_turn and not decision.calls:
+            decision.turn_state = await self._turn_state(inp.task_id, inp.turn)
+        return decision
+
+    async def _model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
             done = await s.scalar(
                 select(ModelStep).where(
@@ -117,9 +123,10 @@ class RuntimeActivities:
                 .where(MessageRow.id.in_(inp.message_ids))
                 .values(processed_turn=inp.turn, processed_step=inp.step, task_id=inp.task_id)
             )
-            task = await s.get(Task, inp.task_id)
-            assert task is not None
-            task.turn, task.updated_at = inp.turn, now()
+            # One UPDATE, no read of the row: the person is known from the read above.
+            await s.execute(
+                update(Task).where(Task.id == inp.task_id).values(turn=inp.turn, updated_at=now())
+            )
             for i, use in enumerate(resp.tool_uses):
                 s.add(
                     ToolCall(
@@ -133,18 +140,24 @@ class RuntimeActivities:
                 )
             if resp.text:
                 await append_event(
-                    s, task.user_id, "task.reply", {"task_id": task.id, "text": resp.text}
+                    s, user_id, "task.reply", {"task_id": inp.task_id, "text": resp.text}
                 )
             # Which memory versions this output drew on: forgetting one excludes it later.
             await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
-            await s.flush()
-            n = await _steps_upto(s, inp.task_id, None)
         MODEL_STEPS.inc()
-        return _decision(resp, self.policy.closing(n))
+        # The steps before this one plus this one: (task, turn, step) is unique, so a
+        # concurrent attempt's insert fails this transaction instead of adding a step.
+        return _decision(resp, self.policy.closing(built.steps_before + 1))
 
     # --- tools ----------------------------------------------------------------------
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolInput) -> ToolOutcome:
+        outcome = await self._run_tool(inp)
+        if inp.turn_state_for:
+            outcome.turn_state = await self._turn_state(inp.task_id, inp.turn_state_for)
+        return outcome
+
+    async def _run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
         async with self.db.session() as s:
             call = await s.get(ToolCall, inp.call_id, with_for_update=True)
@@ -211,40 +224,61 @@ class RuntimeActivities:
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
         async with self.db.session() as s:
-            task = await s.get(Task, inp.task_id, with_for_update=True)
-            if task is None:
-                raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-            if inp.kind and task.kind != inp.kind:
-                task.kind = inp.kind
-            if task.status == inp.status and task.status_reason == inp.reason:
+            # A status change is one conditional UPDATE (it runs twice per turn): the row
+            # is read only when nothing changed, to tell "unchanged" from "no such task".
+            values: dict[str, Any] = {
+                "status": inp.status,
+                "status_reason": inp.reason,
+                "updated_at": now(),
+            }
+            if inp.kind:
+                values["kind"] = inp.kind
+            user_id = await s.scalar(
+                update(Task)
+                .where(
+                    Task.id == inp.task_id,
+                    or_(Task.status != inp.status, Task.status_reason != inp.reason),
+                )
+                .values(**values)
+                .returning(Task.user_id)
+            )
+            if user_id is None:
+                task = await s.get(Task, inp.task_id, with_for_update=True)
+                if task is None:
+                    raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
+                if inp.kind and task.kind != inp.kind:
+                    task.kind = inp.kind
                 return
-            task.status, task.status_reason, task.updated_at = inp.status, inp.reason, now()
             if inp.status in TERMINAL_TASK_STATUSES:
                 # What can be cancelled is: open questions to the person expire.
-                for card in await s.scalars(
-                    select(Card).where(Card.task_id == task.id, Card.status == "open")
-                ):
-                    card.status = "expired"
+                await s.execute(
+                    update(Card)
+                    .where(Card.task_id == inp.task_id, Card.status == "open")
+                    .values(status="expired")
+                )
             await append_event(
                 s,
-                task.user_id,
+                user_id,
                 "task.status",
-                {"task_id": task.id, "status": inp.status, "reason": inp.reason},
+                {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
             )
 
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:
+        return await self._turn_state(inp.task_id, inp.turn)
+
+    async def _turn_state(self, task_id: str, turn: int) -> TurnState:
         """The checklist summary the stop-check needs, read from the DB."""
         async with self.db.session() as s:
-            items = await load_items(s, inp.task_id)
-            cards = list(await s.scalars(select(Card).where(Card.task_id == inp.task_id)))
+            items = await load_items(s, task_id)
+            cards = list(await s.scalars(select(Card).where(Card.task_id == task_id)))
         open_cards = sorted(c.id for c in cards if c.status == "open")
         decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
         state = TurnState(
             checklist_total=len(items),
             checklist_open=sum(i.status not in CLOSED for i in items),
             blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
-            progress=any(i.done_turn == inp.turn for i in items),
+            progress=any(i.done_turn == turn for i in items),
             open_cards=open_cards,
         )
         # The current step is the first one not closed; it is a checkpoint when it needs

@@ -45,6 +45,9 @@ from workflows.task_state import (
 from workflows.task_waits import TaskWaits
 
 SEGMENT_PATCH = "segment-summaries"
+# The activity that ends a turn (the model step without calls, or the turn's one call)
+# returns the turn's state: no separate `turn_state` activity at the end of every turn.
+TURN_STATE_PATCH = "turn-state-from-last-activity"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -89,6 +92,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             await self._set_status("running")
         self.turn += 1
         self._model_turn = True
+        self._end_state = None
         self._progress, self._asked, self._exhausted = False, False, True
         for step in range(1, self.inp.max_steps_per_turn + 1):
             consumed = [e.message_id for e in self.inbox]
@@ -106,9 +110,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             if self.stop_requested or self.archive_requested:
                 raise Stopped()  # the decision is stored; its calls never run
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
+            self._end_state = decision.turn_state
+            # The one call of a step that ends the turn reads the turn's state after it ran
+            # (with parallel calls no single one runs last: the state is read after them).
+            ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            work = [self._call(cid) for cid in call_ids]
+            work = [self._call(cid, ends_with) for cid in call_ids]
             if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
@@ -123,11 +131,11 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._asked = decision.asked_person
                 break
 
-    async def _call(self, call_id: str) -> None:
+    async def _call(self, call_id: str, ends_turn: int = 0) -> None:
         assert self.inp is not None
         outcome: ToolOutcome = await workflow.execute_activity(
             "run_tool",
-            ToolInput(self.inp.task_id, call_id),
+            ToolInput(self.inp.task_id, call_id, ends_turn),
             result_type=ToolOutcome,
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),
@@ -139,6 +147,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         if outcome.card_id:
             pending_call = call_id if outcome.status == "needs_confirmation" else ""
             self.open_cards.setdefault(outcome.card_id, pending_call)
+        if outcome.turn_state is not None:
+            self._end_state = outcome.turn_state
         if outcome.flow_run:
             await self._start_flow_run(outcome.flow_run)
 
@@ -171,7 +181,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     # --- after a turn: the stop-check and the waits it decides -------------------------
     async def _after_turn(self) -> None:
         assert self.inp is not None
-        state = await self._turn_state()
+        # Checked only when an activity returned the state, so a history recorded before
+        # the patch (which ran `turn_state` here) replays the old way.
+        if self._end_state is not None and workflow.patched(TURN_STATE_PATCH):
+            state = self._end_state
+        else:
+            state = await self._turn_state()
+        self._end_state = None
         progress = self._progress or state.progress
         # Only a model turn that neither progressed nor waited counts as idling; running a
         # confirmed call again is the person's doing, not the model's.
@@ -249,6 +265,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         Any other card: the answer is input for the model's next turn."""
         self._progress, self._asked, self._exhausted = False, False, False
         self._model_turn = False
+        self._end_state = None
         rerun = []
         for card_id in sorted(self.answered & set(self.open_cards)):
             call_id = self.open_cards.pop(card_id)

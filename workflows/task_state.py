@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         InboxEntry,
         StatusInput,
         TaskInput,
+        TurnState,
     )
 
 STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
@@ -63,6 +64,8 @@ class TaskState:
         self.idle_turns = 0
         self._model_turn = False
         self._progress = self._asked = self._exhausted = False
+        # The turn's state as read by the activity that ended it (see TURN_STATE_PATCH).
+        self._end_state: TurnState | None = None
         self.wake = False
         self.stop_requested = False
         self.archive_requested = False

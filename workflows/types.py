@@ -85,6 +85,9 @@ class StepDecision:
     end_turn: bool
     asked_person: bool = False  # ended with a question to the person and no tool call
     segment_closed: int = -1  # this step closed that history segment: summarize it
+    # Set when the step ends the turn without a call: the state the stop-check needs, read
+    # by this activity, so the turn's end costs no separate `turn_state` activity.
+    turn_state: TurnState | None = None
 
 
 @dataclass
@@ -97,6 +100,8 @@ class SegmentInput:
 class ToolInput:
     task_id: str
     call_id: str
+    # The turn this call ends: the outcome then carries that turn's state (0: not asked).
+    turn_state_for: int = 0
 
 
 @dataclass
@@ -106,6 +111,7 @@ class ToolOutcome:
     made_progress: bool = False
     card_id: str | None = None  # set when the tool needs the person's answer first
     flow_run: str | None = None  # a flow run the task starts (child workflow, abandoned)
+    turn_state: TurnState | None = None  # read after the call when `turn_state_for` asked
 
 
 @dataclass

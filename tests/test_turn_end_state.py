@@ -1,0 +1,121 @@
+"""The state the stop-check needs at a turn's end comes from the activity that ended the
+turn (issue 14: one local activity less per turn), and it is the state after that
+activity ran: a checkpoint the turn's one call created is asked about at once.
+
+A step with parallel calls has no single last call: the turn's end reads the state with
+the `turn_state` activity, as before. Every history here is replayed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+
+from llm.standin.scripted import ScriptedProvider
+from llm.types import ModelResponse, TextBlock, ToolUseBlock, Usage
+from lomo.db.models import Card
+from tests.helpers import eventually
+from tests.runtime_support import replay_and_maybe_record, start_task, text
+from tests.stack import Stack, running_stack
+
+UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
+PLAN = {"add": [{"title": "Pick one", "requires_confirmation": True}]}
+
+
+def _calls_then_end(*calls: tuple[str, dict[str, Any]]) -> ModelResponse:
+    """A reply and the calls in one response that ends the turn."""
+    uses = [ToolUseBlock(id=f"toolu_{i}", name=n, input=a) for i, (n, a) in enumerate(calls)]
+    return ModelResponse([TextBlock("On it."), *uses], "end_turn", Usage(10, 5))
+
+
+async def _turn_state_runs(handle: WorkflowHandle[Any, Any]) -> int:
+    """How often the workflow ran the `turn_state` activity (local: a marker naming it)."""
+    n = 0
+    async for e in handle.fetch_history_events():
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            details = e.marker_recorded_event_attributes.details
+            n += any(b'"turn_state"' in p.data for v in details.values() for p in v.payloads)
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = e.activity_task_scheduled_event_attributes
+            n += attrs.activity_type.name == "turn_state"
+    return n
+
+
+async def _waiting(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    async def settled() -> Any:
+        state: dict[str, Any] = await handle.query("state")
+        return state if state["status"] == "waiting_user" else None
+
+    result: dict[str, Any] = await eventually(settled, within=60)
+    return result
+
+
+async def _checkpoint_cards(st: Stack, task_id: str) -> list[Card]:
+    async with st.db.session() as s:
+        cards = await s.scalars(select(Card).where(Card.task_id == task_id))
+        return [c for c in cards if (c.payload or {}).get("by") == "runtime"]
+
+
+async def _run(
+    tmp: Path,
+    db_url: str,
+    server: str,
+    client: Client,
+    queue: str,
+    answer: ModelResponse,
+) -> tuple[list[Card], int]:
+    provider = ScriptedProvider([answer] + [text("Noted.")] * 5, unscripted=UNSCRIPTED)
+    async with running_stack(tmp, db_url, server, client, queue, provider=provider) as st:
+        tid, handle = await start_task(
+            client, st.db, queue, st.user_id, "Posters", kind="persistent"
+        )
+        await _waiting(handle)
+        cards = await _checkpoint_cards(st, tid)
+        runs = await _turn_state_runs(handle)
+        await replay_and_maybe_record(client, handle.id, "turn_end_state")
+    return cards, runs
+
+
+async def test_a_turn_ending_in_one_call_uses_the_calls_state(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    cards, runs = await _run(
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        _calls_then_end(("update_checklist", PLAN)),
+    )
+    # The checkpoint exists only after the call ran: the state was read after it.
+    assert len(cards) == 1 and cards[0].status == "open"
+    assert runs == 0
+
+
+async def test_a_turn_ending_without_a_call_uses_the_model_steps_state(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    cards, runs = await _run(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, text("Which size?")
+    )
+    assert cards == [] and runs == 0
+
+
+async def test_parallel_calls_read_the_state_after_all_of_them(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    note = {"name": "Sizes", "text": "A3 and A2"}
+    cards, runs = await _run(
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        _calls_then_end(("update_checklist", PLAN), ("create_document", note)),
+    )
+    assert len(cards) == 1 and cards[0].status == "open"
+    assert runs == 1
