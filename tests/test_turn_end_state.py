@@ -67,6 +67,7 @@ async def _run(
     client: Client,
     queue: str,
     answer: ModelResponse,
+    name: str,
 ) -> tuple[list[Card], int]:
     provider = ScriptedProvider([answer] + [text("Noted.")] * 5, unscripted=UNSCRIPTED)
     async with running_stack(tmp, db_url, server, client, queue, provider=provider) as st:
@@ -76,7 +77,7 @@ async def _run(
         await _waiting(handle)
         cards = await _checkpoint_cards(st, tid)
         runs = await _turn_state_runs(handle)
-        await replay_and_maybe_record(client, handle.id, "turn_end_state")
+        await replay_and_maybe_record(client, handle.id, name)
     return cards, runs
 
 
@@ -90,6 +91,7 @@ async def test_a_turn_ending_in_one_call_uses_the_calls_state(
         temporal_client,
         task_queue,
         _calls_then_end(("update_checklist", PLAN)),
+        "turn_end_state_one_call",
     )
     # The checkpoint exists only after the call ran: the state was read after it.
     assert len(cards) == 1 and cards[0].status == "open"
@@ -100,7 +102,13 @@ async def test_a_turn_ending_without_a_call_uses_the_model_steps_state(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
     cards, runs = await _run(
-        tmp_path, db_url, temporal_server, temporal_client, task_queue, text("Which size?")
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        text("Which size?"),
+        "turn_end_state_no_call",
     )
     assert cards == [] and runs == 0
 
@@ -116,6 +124,7 @@ async def test_parallel_calls_read_the_state_after_all_of_them(
         temporal_client,
         task_queue,
         _calls_then_end(("update_checklist", PLAN), ("create_document", note)),
+        "turn_end_state_parallel",
     )
     assert len(cards) == 1 and cards[0].status == "open"
     assert runs == 1
