@@ -8,7 +8,8 @@ activities (`model_step` builds the context, retrieves memory, stores the decisi
 journal; `run_tool` journals the call; the stop-check reads the turn's state; status
 changes are events): the message row is stored as the api stores it, the `message`
 update is sent as the api sends it, and the step ends when the task's status event
-(`waiting_user`) is in the event log that SSE clients read (polled every 2 ms). The bare
+(`waiting_user`) is in the event log that SSE clients read (read when a commit of the
+worker, which runs in this process, rings the bell the api's SSE streams wait on). The bare
 side is the least a Temporal user would write: an update whose handler waits until the
 workflow ran the model activity and the tool activity, and returns the reply.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
@@ -56,6 +58,7 @@ from llm.types import (
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
 from lomo.db.models import Task
+from lomo.events import BELL
 from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.runtime_support import add_message, new_user
@@ -124,11 +127,19 @@ class Platform:
         mid = await add_message(self.db, self.user_id, self.task_id, f"look up {n}")
         await self.handle.execute_update("message", mid)
         while True:
-            got = await self._last_status()
-            if got and got[1] == "waiting_user":
-                self.seq = got[0]
-                return (time.perf_counter() - t0) * 1000
-            await asyncio.sleep(0.002)
+            # The worker runs in this process: its commits ring the bell that wakes the
+            # api's SSE streams, so the log is read once per commit of this person's events
+            # (a 50 ms bound covers a ring missed between the read and the wait).
+            bell = BELL.waiter(self.user_id)
+            try:
+                got = await self._last_status()
+                if got and got[1] == "waiting_user":
+                    self.seq = got[0]
+                    return (time.perf_counter() - t0) * 1000
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(bell.wait(), 0.05)
+            finally:
+                BELL.forget(self.user_id, bell)
 
 
 async def start_platform(client: Client, db: Database, queue: str, pg: str) -> Platform:
