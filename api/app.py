@@ -74,7 +74,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         relay = (
-            asyncio.create_task(relay_loop(app.state.db, app.state.temporal, settings))
+            asyncio.create_task(
+                relay_loop(app.state.db, app.state.temporal, settings, app.state.assets)
+            )
             if settings.handoff_relay_seconds > 0
             else None
         )

@@ -15,6 +15,7 @@ from api.dispatch import route_via_main
 from api.memory_dispatch import forget_and_wait, request_forget
 from lomo.cards import CardEffect, confirmed
 from lomo.db.models import Card
+from memory.models import ForgetRecord
 from money.cards import PRICE_EFFECT
 from workspace.cards import DELETE_EFFECT
 
@@ -28,7 +29,7 @@ async def _hand_to_main_thread(state: Any, card: Card) -> None:
 async def _start_cascade(state: Any, card: Card) -> None:
     """Forget before anything else hears of the answer (the card's task wakes after this),
     bounded: if the worker is slow the cascade still runs, just after the wake-up."""
-    if not confirmed(card):
+    if not confirmed(card) or await _forgotten(state, card):
         return
     client = await state.temporal()
     try:
@@ -38,6 +39,13 @@ async def _start_cascade(state: Any, card: Card) -> None:
         )
     except TimeoutError:
         await request_forget(client, state.settings, card.user_id, card.id)
+
+
+async def _forgotten(state: Any, card: Card) -> bool:
+    """The cascade already ran (a repeated hand-off, e.g. the relay after a lost mark):
+    signalling again would only run the memory activity once more to find its record."""
+    async with state.db.session() as s:
+        return await s.get(ForgetRecord, card.id) is not None
 
 
 EFFECTS: dict[str, CardEffect] = {

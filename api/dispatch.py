@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from lomo.errors import Conflict
 from lomo.settings import Settings
@@ -82,8 +82,19 @@ async def promote_task(client: Client, task_id: str) -> None:
 
 async def card_answered(client: Client, task_id: str, card_id: str) -> None:
     """Wake the card's task. The answer is already durable in the DB: a task that ended or
-    does not know the card yet finds it there (its card wait re-reads open cards)."""
+    does not know the card yet finds it there (its card wait re-reads open cards). Temporal
+    being unreachable is raised, not swallowed: the wake-up is then still owed (the card's
+    hand-off is not recorded, and the relay sends it again)."""
     try:
         await client.get_workflow_handle(f"task:{task_id}").execute_update("card_answered", card_id)
-    except (WorkflowUpdateFailedError, RPCError):
-        pass
+    except WorkflowUpdateFailedError:
+        pass  # refused: the task closed, or already took the card (a repeat)
+    except RPCError as e:
+        if not workflow_gone(e):
+            raise
+
+
+def workflow_gone(e: RPCError) -> bool:
+    """The workflow ended or never existed (Temporal answered), as against Temporal being
+    unreachable or overloaded (worth another try)."""
+    return e.status == RPCStatusCode.NOT_FOUND

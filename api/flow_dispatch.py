@@ -9,6 +9,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from api.dispatch import workflow_gone
 from flows.graph import run_of_call
 from lomo.db.models import Card
 from lomo.errors import Conflict
@@ -77,5 +78,8 @@ async def flow_card_answered(client: Client, card: Card) -> None:
         await client.get_workflow_handle(flow_workflow_id(str(run_id))).signal(
             "card_answered", card.id
         )
-    except RPCError:
-        pass  # the answer is durable; the run's card wait re-reads it
+    except RPCError as e:
+        # The run ended: the answer is durable, its next attempt reads it. Temporal down is
+        # raised, so the card's hand-off stays owed and the relay sends it again.
+        if not workflow_gone(e):
+            raise

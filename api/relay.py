@@ -7,6 +7,11 @@ looks every `handoff_relay_seconds` for messages older than that with no `handed
 hands them over; a hand-off is idempotent (the main thread's queue and a task's inbox hold
 an id once, the routing activity flags a repeated plan), so two api replicas relaying the
 same message, or a relay racing the request's own late hand-off, change nothing twice.
+
+Answered cards the same way: answering commits first, then hands the answer on (its
+effect, e.g. a forget cascade or a clarify routing, and its task's and flow run's wake-up;
+`api/card_handoff.py`, each idempotent). A card answered longer ago than the relay period
+with no `handed_at` gets its hand-offs again.
 """
 
 from __future__ import annotations
@@ -18,18 +23,31 @@ from typing import Any
 
 from sqlalchemy import select
 
+from api.card_handoff import HandoffState, hand_on
 from api.handoff import arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
-from lomo.db.models import MessageRow
+from lomo.db.models import Card, MessageRow
 from lomo.settings import Settings
+from workspace.blobs import make_asset_store
+from workspace.store import BlobStore
 
 log = logging.getLogger(__name__)
 BATCH = 100
 
 
-async def relay_once(db: Database, temporal: Any, settings: Settings) -> int:
-    """Hand over what a failed hand-off left behind; returns how many were handed over."""
+async def relay_once(
+    db: Database, temporal: Any, settings: Settings, assets: BlobStore | None = None
+) -> int:
+    """Hand over what a failed hand-off left behind (stored messages, answered cards);
+    returns how many were handed over. `assets`: the api's blob store (a delete card's
+    effect purges bytes); by default the one the settings name."""
+    return await _relay_messages(db, temporal, settings) + await _relay_cards(
+        db, temporal, settings, assets or make_asset_store(settings)
+    )
+
+
+async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> int:
     cutoff = clock.now() - timedelta(seconds=settings.handoff_relay_seconds)
     async with db.session() as s:
         stranded = list(
@@ -58,11 +76,53 @@ async def relay_once(db: Database, temporal: Any, settings: Settings) -> int:
     return done
 
 
-async def relay_loop(db: Database, temporal: Any, settings: Settings) -> None:
+async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: BlobStore) -> int:
+    # A request still inside its own bounded hand-off may race the relay when the relay
+    # period is shorter than `card_handoff_wait_seconds`: harmless, each hand-off being
+    # idempotent (the defaults are equal).
+    cutoff = clock.now() - timedelta(seconds=settings.handoff_relay_seconds)
+    async with db.session() as s:
+        stranded = list(
+            await s.scalars(
+                select(Card)
+                .where(
+                    Card.status == "answered",
+                    Card.handed_at.is_(None),
+                    Card.answered_at < cutoff,
+                )
+                .order_by(Card.answered_at)
+                .limit(BATCH)
+            )
+        )
+
+    async def client() -> Any:
+        return temporal
+
+    state = HandoffState(db, settings, assets, client)
+    done = 0
+    for card in stranded:
+        try:
+            await asyncio.wait_for(hand_on(state, card), settings.card_handoff_wait_seconds)
+            done += 1
+        except TimeoutError:
+            # Temporal answers but this card's workflow does not take it (no worker yet, a
+            # stuck task): the others are not held up behind it; next round it is tried again.
+            log.warning("relay: card %s not handed on yet (timed out)", card.id)
+        except Exception as e:  # Temporal still down: the next round tries again
+            log.warning("relay: card %s not handed on yet: %r", card.id, e)
+            break
+    if done:
+        log.info("relay: handed on %d answered card(s)", done)
+    return done
+
+
+async def relay_loop(
+    db: Database, temporal: Any, settings: Settings, assets: BlobStore | None = None
+) -> None:
     """`temporal` is the api's lazy client getter (connects on first use)."""
     while True:
         await asyncio.sleep(settings.handoff_relay_seconds)
         try:
-            await relay_once(db, await temporal(), settings)
+            await relay_once(db, await temporal(), settings, assets)
         except Exception as e:  # the DB or Temporal unreachable: next round
             log.warning("relay round failed: %r", e)

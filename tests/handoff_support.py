@@ -1,8 +1,10 @@
-"""Shared by the hand-off tests: fail the api's hand-off to Temporal at exactly the point
-after the message's commit, and read a message back over HTTP."""
+"""Shared by the hand-off tests: fail (or hang) the api's hand-off to Temporal at exactly the
+point after the message's or the card answer's commit, and read a message back over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -13,10 +15,12 @@ from tests.helpers import eventually
 from tests.stack import Stack
 
 
-def fail_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> list[str]:
-    """The api's hand-off `name` raises `times` times, as when the dev server is down; the
-    row is committed by then."""
-    real = getattr(handoff, name)
+def fail_hand_off(
+    monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1, module: ModuleType = handoff
+) -> list[str]:
+    """The api's hand-off `name` (in `module`, by default api/handoff.py) raises `times`
+    times, as when the dev server is down; the row is committed by then."""
+    real = getattr(module, name)
     failed: list[str] = []
 
     async def flaky(*args: Any) -> Any:
@@ -25,8 +29,34 @@ def fail_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) ->
             raise RPCError("temporal unavailable", RPCStatusCode.UNAVAILABLE, b"")
         return await real(*args)
 
-    monkeypatch.setattr(handoff, name, flaky)
+    monkeypatch.setattr(module, name, flaky)
     return failed
+
+
+def hang_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, module: ModuleType) -> list[str]:
+    """The api's hand-off `name` never returns, as a Temporal client does while the dev
+    server restarts or no worker takes an update; returns the calls it swallowed."""
+    calls: list[str] = []
+
+    async def stuck(*args: Any) -> Any:
+        calls.append(str(args))
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(module, name, stuck)
+    return calls
+
+
+def count_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, module: ModuleType) -> list[str]:
+    """The real hand-off `name`, each call recorded."""
+    real = getattr(module, name)
+    calls: list[str] = []
+
+    async def counted(*args: Any) -> Any:
+        calls.append(str(args))
+        return await real(*args)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
 
 
 async def get_message(stack: Stack, mid: str) -> dict[str, Any]:

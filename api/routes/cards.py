@@ -7,9 +7,8 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from api.card_effects import EFFECTS
-from api.deps import DbDep, TemporalDep, UserDep
-from api.dispatch import card_answered
-from api.flow_dispatch import flow_card_answered
+from api.card_handoff import hand_on_bounded
+from api.deps import DbDep, UserDep
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
 from lomo.errors import Conflict
@@ -44,15 +43,12 @@ async def get_one(card_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
 
 @router.post("/{card_id}/actions")
 async def act(
-    card_id: str,
-    body: CardActionIn,
-    request: Request,
-    user: UserDep,
-    db: DbDep,
-    temporal: TemporalDep,
+    card_id: str, body: CardActionIn, request: Request, user: UserDep, db: DbDep
 ) -> dict[str, Any]:
     """Routed by card id, no model call: the answer is recorded, its effect applied, and the
-    card's task (if any) woken."""
+    card's task (if any) woken. The answer is stored before Temporal is asked anything (no
+    Temporal dependency here), and the hand-offs after it are bounded: a Temporal that is
+    down or slow delays them (the relay finishes them), never the answer."""
     try:
         async with db.session() as s:
             card = await answer_card(s, user.id, card_id, body.action, body.option_id, body.text)
@@ -62,22 +58,14 @@ async def act(
             view = card_view(card)
     except Conflict:
         # The same answer again is the client's retry: the first attempt may have stored it
-        # and then failed before handing it on (a 500), e.g. a clarify answer the main
-        # thread never heard of. The hand-offs are repeated (each is idempotent), and the
-        # client still hears that the card is answered.
+        # and then not handed it on (the api died, or the client gave up waiting). Unless
+        # the hand-offs are recorded as done they are repeated now (each is idempotent),
+        # and the client still hears that the card is answered.
         async with db.session() as s:
             card = await get_card(s, user.id, card_id)
-        if card.answer == {"action": body.action, "option_id": body.option_id, "text": body.text}:
-            await _hand_on(request, temporal, card)
+        same = {"action": body.action, "option_id": body.option_id, "text": body.text}
+        if card.answer == same and card.handed_at is None:
+            await hand_on_bounded(request.app.state, card)
         raise
-    await _hand_on(request, temporal, card)
+    await hand_on_bounded(request.app.state, card)
     return view
-
-
-async def _hand_on(request: Request, temporal: Any, card: Card) -> None:
-    effect = EFFECTS.get(card.kind)
-    if effect and effect.after_commit:
-        await effect.after_commit(request.app.state, card)
-    if card.task_id:
-        await card_answered(temporal, card.task_id, card.id)
-    await flow_card_answered(temporal, card)

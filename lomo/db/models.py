@@ -200,6 +200,11 @@ class Card(Base):
     answer: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # When the answer's hand-offs to Temporal all went through (None on an answered card: not
+    # yet; api/relay.py finishes them).
+    handed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True, index=True
+    )
 
 
 class ChecklistItem(Base):

@@ -1,0 +1,90 @@
+"""Handing an answered card on to Temporal: its kind's after-commit effect (clarify → the
+person's main thread, forget → the memory cascade, delete → purging the bytes), then the
+wake-up of its task and of its flow run; and the record that all of them went through
+(`cards.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the card route
+and the relay call these.
+
+The answer is committed first, so a hand-off that times out or fails (Temporal restarting,
+no worker to take an update, the api killed) loses nothing: the card stays unmarked and
+the relay sends its hand-offs again. Each one is idempotent on repeat: the main thread's
+queue holds an id once and its routing activity flags a repeated plan (a clarify answer is
+routed once); a forget whose cascade ran is not signalled again (`card_effects`), and the
+cascade itself is keyed by the card; a task's and a flow run's `card_answered` add to a set
+(a task that already took the card refuses the update, which is ignored); purging a deleted
+object's bytes finds nothing the second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import update
+from temporalio.client import Client
+
+from api.card_effects import EFFECTS
+from api.dispatch import card_answered
+from api.flow_dispatch import flow_card_answered
+from lomo import clock
+from lomo.db.engine import Database
+from lomo.db.models import Card
+from lomo.settings import Settings
+from workspace.store import BlobStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HandoffState:
+    """What an after-commit effect reads; the api's `app.state` has the same fields, the
+    relay builds this."""
+
+    db: Database
+    settings: Settings
+    assets: BlobStore
+    temporal: Callable[[], Awaitable[Client]]
+
+
+async def hand_on(state: Any, card: Card) -> None:
+    """All of the answer's hand-offs, in order (the effect first: a confirmed forget runs
+    before the card's task wakes), then the record. Raises if one did not go through."""
+    effect = EFFECTS.get(card.kind)
+    if effect and effect.after_commit:
+        await effect.after_commit(state, card)
+    client = await state.temporal()
+    if card.task_id:
+        await card_answered(client, card.task_id, card.id)
+    await flow_card_answered(client, card)
+    await mark_card_handed(state.db, card.id)
+
+
+async def hand_on_bounded(state: Any, card: Card) -> bool:
+    """The request's hand-off: at most `card_handoff_wait_seconds`. The answer is stored,
+    so a hand-off that times out or fails is left to the relay and the request still
+    answers with the card; a 500 here would tell the person their answer was lost when it
+    was not. Returns whether everything went through."""
+    try:
+        await asyncio.wait_for(hand_on(state, card), state.settings.card_handoff_wait_seconds)
+    except TimeoutError:
+        log.warning(
+            "card %s: hand-off still waiting after %ss; the relay finishes it",
+            card.id,
+            state.settings.card_handoff_wait_seconds,
+        )
+        return False
+    except Exception:
+        log.warning("card %s: hand-off failed; the relay finishes it", card.id, exc_info=True)
+        return False
+    return True
+
+
+async def mark_card_handed(db: Database, card_id: str) -> None:
+    async with db.session() as s:
+        await s.execute(
+            update(Card)
+            .where(Card.id == card_id, Card.handed_at.is_(None))
+            .values(handed_at=clock.now())
+        )
