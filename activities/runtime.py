@@ -61,6 +61,8 @@ class RuntimeActivities:
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
+        if inp.status is not None:  # the turn's status first (repeating it changes nothing)
+            await self.set_task_status(inp.status)
         decision = await self._model_step(inp)
         if decision.end_turn and not decision.calls:
             decision.turn_state = await self._turn_state(inp.task_id, inp.turn)

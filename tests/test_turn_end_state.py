@@ -17,9 +17,9 @@ from temporalio.client import Client, WorkflowHandle
 
 from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelResponse, TextBlock, ToolUseBlock, Usage
-from lomo.db.models import Card
+from lomo.db.models import Card, Event
 from tests.helpers import eventually
-from tests.runtime_support import replay_and_maybe_record, start_task, text
+from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
 
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
@@ -32,16 +32,17 @@ def _calls_then_end(*calls: tuple[str, dict[str, Any]]) -> ModelResponse:
     return ModelResponse([TextBlock("On it."), *uses], "end_turn", Usage(10, 5))
 
 
-async def _turn_state_runs(handle: WorkflowHandle[Any, Any]) -> int:
-    """How often the workflow ran the `turn_state` activity (local: a marker naming it)."""
+async def _activity_runs(handle: WorkflowHandle[Any, Any], name: str) -> int:
+    """How often the workflow ran activity `name` (a local one leaves a marker naming it)."""
     n = 0
+    quoted = f'"{name}"'.encode()
     async for e in handle.fetch_history_events():
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             details = e.marker_recorded_event_attributes.details
-            n += any(b'"turn_state"' in p.data for v in details.values() for p in v.payloads)
+            n += any(quoted in p.data for v in details.values() for p in v.payloads)
         elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attrs = e.activity_task_scheduled_event_attributes
-            n += attrs.activity_type.name == "turn_state"
+            n += attrs.activity_type.name == name
     return n
 
 
@@ -76,7 +77,7 @@ async def _run(
         )
         await _waiting(handle)
         cards = await _checkpoint_cards(st, tid)
-        runs = await _turn_state_runs(handle)
+        runs = await _activity_runs(handle, "turn_state")
         await replay_and_maybe_record(client, handle.id, name)
     return cards, runs
 
@@ -128,3 +129,31 @@ async def test_parallel_calls_read_the_state_after_all_of_them(
     )
     assert len(cards) == 1 and cards[0].status == "open"
     assert runs == 1
+
+
+async def test_the_turns_running_status_is_written_by_its_first_step(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    provider = ScriptedProvider([text("Which size?"), text("A3 then.")], unscripted=UNSCRIPTED)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid, handle = await start_task(
+            temporal_client, st.db, task_queue, st.user_id, "Posters", kind="persistent"
+        )
+        await _waiting(handle)
+        mid = await add_message(st.db, st.user_id, tid, "A3")
+        await handle.execute_update("message", mid)
+        await eventually(lambda: _statuses(st, tid, 3), within=60)
+        # waiting (turn 1), then running and waiting (turn 2): the person sees the turn run
+        assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
+        # ... with one status activity per turn: its end; its start rode on the step.
+        assert await _activity_runs(handle, "set_task_status") == 2
+        await replay_and_maybe_record(temporal_client, handle.id, "turn_running_in_step")
+
+
+async def _statuses(st: Stack, task_id: str, n: int) -> list[str] | None:
+    async with st.db.session() as s:
+        rows = await s.scalars(select(Event).where(Event.type == "task.status").order_by(Event.seq))
+        got = [e.data["status"] for e in rows if e.data.get("task_id") == task_id]
+    return got if len(got) >= n else None

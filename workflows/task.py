@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         CardRef,
         CheckpointInput,
         SegmentInput,
+        StatusInput,
         StepDecision,
         StepInput,
         TaskInput,
@@ -48,6 +49,8 @@ SEGMENT_PATCH = "segment-summaries"
 # The activity that ends a turn (the model step without calls, or the turn's one call)
 # returns the turn's state: no separate `turn_state` activity at the end of every turn.
 TURN_STATE_PATCH = "turn-state-from-last-activity"
+# The turn's first model step writes its "running" status (one activity less per turn).
+RUNNING_IN_STEP_PATCH = "running-status-in-model-step"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -88,8 +91,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _turn(self) -> None:
         assert self.inp is not None
         self.wake = False
+        running: StatusInput | None = None
         if self.status != "running":
-            await self._set_status("running")
+            if workflow.patched(RUNNING_IN_STEP_PATCH):
+                self._upsert("running")
+                running = StatusInput(self.inp.task_id, "running", "", self.kind)
+            else:
+                await self._set_status("running")
         self.turn += 1
         self._model_turn = True
         self._end_state = None
@@ -98,12 +106,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             consumed = [e.message_id for e in self.inbox]
             decision: StepDecision = await workflow.execute_activity(
                 "model_step",
-                StepInput(self.inp.task_id, self.turn, step, consumed),
+                StepInput(self.inp.task_id, self.turn, step, consumed, running),
                 result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
                 retry_policy=RETRY,
             )
+            running = None
             # Only what the model actually saw is processed; later arrivals wait for the
             # next step, never attributed to the running one.
             self._consume(consumed)

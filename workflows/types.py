@@ -71,6 +71,9 @@ class StepInput:
     turn: int
     step: int
     message_ids: list[str]
+    # The turn's "running" status, written by the step before anything else: no separate
+    # status activity at the start of every turn.
+    status: StatusInput | None = None
 
 
 @dataclass
