@@ -62,17 +62,17 @@ async def hand_on(state: Any, card: Card) -> None:
 
 
 async def hand_on_bounded(state: Any, card: Card) -> bool:
-    """The request's hand-off: at most `card_handoff_wait_seconds`. The answer is stored,
+    """The request's hand-off: at most `handoff_wait_seconds`. The answer is stored,
     so a hand-off that times out or fails is left to the relay and the request still
     answers with the card; a 500 here would tell the person their answer was lost when it
     was not. Returns whether everything went through."""
     try:
-        await asyncio.wait_for(hand_on(state, card), state.settings.card_handoff_wait_seconds)
+        await asyncio.wait_for(hand_on(state, card), state.settings.handoff_wait_seconds)
     except TimeoutError:
         log.warning(
             "card %s: hand-off still waiting after %ss; the relay finishes it",
             card.id,
-            state.settings.card_handoff_wait_seconds,
+            state.settings.handoff_wait_seconds,
         )
         return False
     except Exception:

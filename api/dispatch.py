@@ -32,15 +32,29 @@ async def _update(client: Client, task_id: str, name: str, *args: object) -> str
     try:
         return str(await handle.execute_update(name, args=list(args)))
     except WorkflowUpdateFailedError as e:
-        cause = e.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause)
-        raise Conflict(detail) from e
+        raise _refusal(e) from e
     except RPCError as e:
         raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
 
+def _refusal(e: WorkflowUpdateFailedError) -> Conflict:
+    cause = e.cause
+    return Conflict(cause.message if isinstance(cause, ApplicationError) else str(cause))
+
+
 async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
-    return await _update(client, task_id, "message", message_id)
+    """A message to its task: the task's refusal, or its workflow having ended, is a 409.
+    Temporal being unreachable is raised as it is: the message is stored and owed (the
+    relay hands it over), and "the task is not running" would be untrue."""
+    handle = client.get_workflow_handle(f"task:{task_id}")
+    try:
+        return str(await handle.execute_update("message", message_id))
+    except WorkflowUpdateFailedError as e:
+        raise _refusal(e) from e
+    except RPCError as e:
+        if not workflow_gone(e):
+            raise
+        raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
 
 async def signal_generation(client: Client, task_id: str, order_id: str, status: str) -> None:

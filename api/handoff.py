@@ -1,21 +1,33 @@
 """Handing a stored message to Temporal: to its task (an explicit target) or to the
 person's main thread, plus memory extraction; and the record that Temporal took it
 (`messages.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the
-message routes and the relay call these."""
+message routes and the relay call these.
+
+The message is committed first, so a hand-off that times out or fails (no worker to take
+a task's `message` update, the dev server restarting while the client retries) loses
+nothing: the request waits at most `handoff_wait_seconds` and answers with the stored
+message, and the relay hands it over later (each hand-off is idempotent, see `hand_over`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import update
+from temporalio.client import Client
 
 from api.dispatch import deliver_to_task, route_via_main
 from api.memory_dispatch import request_extraction
 from lomo import clock
 from lomo.db.models import MessageRow
 from lomo.errors import Conflict
+from lomo.settings import Settings
 from lomo.telemetry import MESSAGES_ROUTED
+
+log = logging.getLogger(__name__)
 
 
 async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow) -> None:
@@ -62,14 +74,66 @@ async def hand_over(
     id it already read without reading it again (and without a 409), the routing activity
     returns a recorded plan, or one for a message its ended task read, flagged as a repeat
     (nothing handed over twice), and extraction skips a message it already read."""
-    # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
-    # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
-    extraction = asyncio.create_task(request_extraction(temporal, settings, user_id, message_id))
-    try:
+
+    async def to_task_or_main() -> None:
         if direct_task:
             await deliver_to_task(temporal, direct_task, message_id)
             MESSAGES_ROUTED.labels("deterministic").inc()
         else:
             await route_via_main(temporal, settings, user_id, message_id)
-    finally:
-        await extraction
+
+    # Memory extraction runs beside the task, in the person's MemoryWorkflow; the two
+    # hand-offs are independent, so they go to Temporal at once (one round trip of wait).
+    # Both run to the end before an error is raised (the task's first: a 409 stays a
+    # 409), and cancelling this (the caller's time bound) cancels both: neither outlives
+    # the request nor holds it past its bound.
+    results = await asyncio.gather(
+        to_task_or_main(),
+        request_extraction(temporal, settings, user_id, message_id),
+        return_exceptions=True,
+    )
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+async def hand_over_bounded(
+    db: Any,
+    temporal: Callable[[], Awaitable[Client]],
+    settings: Settings,
+    m: MessageRow,
+    *,
+    first: bool,
+) -> bool:
+    """The request's hand-off of its stored message: at most `handoff_wait_seconds`,
+    Temporal's client included (`temporal` connects on first use, so the message is stored
+    even while Temporal is down). A timeout or a failure (Temporal unreachable, no worker
+    taking the task's update) is logged and left to the relay: the message is stored, and
+    a 500 would tell the person it was lost when it is not. A 409 (the task refused the
+    message, or its workflow ended) is raised as before. `first`: the message was just
+    stored (its direct task is tried and a refusal is the answer); else it is a client's
+    retry, handed over as the relay does. Returns whether Temporal took it."""
+
+    async def go() -> None:
+        client = await temporal()
+        if first:
+            await hand_over(client, settings, m.user_id, m.id, _direct_task(m))
+            await mark_handed(db, m.id)
+        else:
+            await hand_over_stored(db, client, settings, m)
+
+    try:
+        await asyncio.wait_for(go(), settings.handoff_wait_seconds)
+    except Conflict:
+        raise
+    except TimeoutError:
+        log.warning(
+            "message %s: hand-off still waiting after %ss; the relay finishes it",
+            m.id,
+            settings.handoff_wait_seconds,
+        )
+        return False
+    except Exception:
+        log.warning("message %s: hand-off failed; the relay finishes it", m.id, exc_info=True)
+        return False
+    return True

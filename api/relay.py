@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
+from temporalio.client import RPCTimeoutOrCancelledError
 
 from api.card_handoff import HandoffState, hand_on
 from api.handoff import arrived, hand_over_stored, mark_handed
@@ -34,6 +35,10 @@ from workspace.store import BlobStore
 
 log = logging.getLogger(__name__)
 BATCH = 100
+# A hand-off past the round's bound. The Temporal client reports an update cancelled by
+# that bound as its own error (RPCTimeoutOrCancelledError), not as a cancellation, so
+# `wait_for` raises that instead of TimeoutError; either way the next item is tried.
+TIMED_OUT = (TimeoutError, RPCTimeoutOrCancelledError)
 
 
 async def relay_once(
@@ -66,8 +71,14 @@ async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> in
             await mark_handed(db, m.id)
             continue
         try:
-            await hand_over_stored(db, temporal, settings, m)
+            await asyncio.wait_for(
+                hand_over_stored(db, temporal, settings, m), settings.handoff_wait_seconds
+            )
             done += 1
+        except TIMED_OUT:
+            # Temporal answers but the message's task does not take it (no worker polls its
+            # queue yet): the others are not held up behind it; next round it is tried again.
+            log.warning("relay: message %s not handed over yet (timed out)", m.id)
         except Exception as e:  # Temporal still down: the next round tries again
             log.warning("relay: message %s not handed over yet: %r", m.id, e)
             break
@@ -78,7 +89,7 @@ async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> in
 
 async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: BlobStore) -> int:
     # A request still inside its own bounded hand-off may race the relay when the relay
-    # period is shorter than `card_handoff_wait_seconds`: harmless, each hand-off being
+    # period is shorter than `handoff_wait_seconds`: harmless, each hand-off being
     # idempotent (the defaults are equal).
     cutoff = clock.now() - timedelta(seconds=settings.handoff_relay_seconds)
     async with db.session() as s:
@@ -102,9 +113,9 @@ async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: 
     done = 0
     for card in stranded:
         try:
-            await asyncio.wait_for(hand_on(state, card), settings.card_handoff_wait_seconds)
+            await asyncio.wait_for(hand_on(state, card), settings.handoff_wait_seconds)
             done += 1
-        except TimeoutError:
+        except TIMED_OUT:
             # Temporal answers but this card's workflow does not take it (no worker yet, a
             # stuck task): the others are not held up behind it; next round it is tried again.
             log.warning("relay: card %s not handed on yet (timed out)", card.id)

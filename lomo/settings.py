@@ -70,11 +70,13 @@ class Settings(BaseSettings):
     # A stored message not handed to Temporal this long after it came is handed over by
     # the api's relay (a hand-off that failed and was never retried); 0 turns it off.
     handoff_relay_seconds: float = Field(default=30.0, ge=0)
-    # A card answer's hand-offs to Temporal (its effect, the task's and the flow run's
-    # wake-up) wait at most this long in the request; past it the stored answer is returned
-    # and the relay finishes them. Above `memory_forget_wait_seconds`, so a confirmed forget
-    # normally runs before the answer returns.
-    card_handoff_wait_seconds: float = Field(default=30.0, gt=0)
+    # A request's hand-off to Temporal of what it stored (a message to its task or the main
+    # thread and to memory extraction; a card answer's effect and its task's and flow run's
+    # wake-up) waits at most this long, the client's connect and retries included; past
+    # it the stored message or answer is returned and the relay finishes the hand-off (a
+    # relay round waits as long per item). Above `memory_forget_wait_seconds`, so a
+    # confirmed forget normally runs before the answer returns.
+    handoff_wait_seconds: float = Field(default=30.0, gt=0)
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.

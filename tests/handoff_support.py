@@ -59,6 +59,51 @@ def count_hand_off(monkeypatch: pytest.MonkeyPatch, name: str, module: ModuleTyp
     return calls
 
 
+class TcpProxy:
+    """The api's way to Temporal, to cut while the api is connected: `stop` refuses new
+    connections and drops the open ones, as a dev server that went down does (the client
+    then retries its calls for a while); `start` again on the same port brings it back."""
+
+    def __init__(self, target: str, port: int) -> None:
+        host, target_port = target.rsplit(":", 1)
+        self.target = (host, int(target_port))
+        self.address = f"127.0.0.1:{port}"
+        self.port = port
+        self.server: asyncio.Server | None = None
+        self.open: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    async def stop(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for w in self.open:
+            w.close()
+        self.open.clear()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self.open |= {writer, up_writer}
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
 async def get_message(stack: Stack, mid: str) -> dict[str, Any]:
     r = await stack.api.get(f"/v1/messages/{mid}", headers=stack.auth)
     assert r.status_code == 200, r.text

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from temporalio.client import Client
 
-from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
-from api.handoff import arrived, hand_over, hand_over_stored, mark_handed
+from api.deps import ChannelDep, DbDep, SettingsDep, UserDep
+from api.handoff import arrived, hand_over_bounded
 from lomo.db.models import MessageRow
 from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
@@ -50,10 +52,13 @@ async def accept_message(
     user: Any,
     db: Any,
     settings: Any,
-    temporal: Any,
+    temporal: Callable[[], Awaitable[Client]],
     task_id: str | None,
     channel: str = "app",
 ) -> tuple[dict[str, Any], int]:
+    """Store the message, then hand it to Temporal within `handoff_wait_seconds`.
+    `temporal`: the api's client getter, called only after the message is stored (a
+    Temporal that is down does not refuse it)."""
     if len(body.text) > settings.max_message_chars:
         raise TooLarge(
             f"the text has {len(body.text)} characters; the limit is {settings.max_message_chars}",
@@ -110,16 +115,17 @@ async def accept_message(
     if old is not None:
         # The same client message again stores nothing new, but unless it has visibly
         # arrived it is handed over again: the first attempt may have stored it and then
-        # not reached Temporal (a 500, or the client gave up waiting), and a 202 must mean
-        # the message is on its way. Both hand-offs are idempotent (see below).
+        # not reached Temporal (the api died, its bounded hand-off timed out or failed, or
+        # the client gave up waiting), and a 202 must mean the message is on its way. Both
+        # hand-offs are idempotent (see below).
         if not arrived(old):
-            await hand_over_stored(db, temporal, settings, old)
+            await hand_over_bounded(db, temporal, settings, old, first=False)
         return {"message_id": old.id, "routing": message_view(old)["routing"]}, 202
-    # Persisted first (evidence), handed over second: a crash in between leaves a stored
-    # message that the client's retry with the same client_message_id hands over, or,
-    # when no retry comes, the relay (api/relay.py).
-    await hand_over(temporal, settings, user.id, msg.id, task_id if direct else None)
-    await mark_handed(db, msg.id)
+    # Persisted first (evidence), handed over second, within a bound: a crash in between,
+    # or a hand-off that timed out or failed (no worker takes the task's update, Temporal
+    # restarting), leaves a stored message that the client's retry with the same
+    # client_message_id hands over, or, when no retry comes, the relay (api/relay.py).
+    await hand_over_bounded(db, temporal, settings, msg, first=True)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 
 
@@ -137,12 +143,13 @@ async def _same_client_message(s: Any, user_id: str, client_id: str | None) -> M
 @router.post("/messages", status_code=202)
 async def post_message(
     body: MessageIn,
+    request: Request,
     user: UserDep,
     channel: ChannelDep,
     db: DbDep,
     settings: SettingsDep,
-    temporal: TemporalDep,
 ) -> dict[str, Any]:
+    temporal = request.app.state.temporal
     result, _ = await accept_message(body, user, db, settings, temporal, body.task_id, channel)
     return result
 

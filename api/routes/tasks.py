@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
@@ -124,12 +124,14 @@ async def get_context(task_id: str, user: UserDep, db: DbDep) -> dict[str, Any]:
 async def post_task_message(
     task_id: str,
     body: TaskMessageIn,
+    request: Request,
     user: UserDep,
     channel: ChannelDep,
     db: DbDep,
     settings: SettingsDep,
-    temporal: TemporalDep,
 ) -> dict[str, Any]:
+    # The Temporal client is resolved after the message is stored (accept_message).
+    temporal = request.app.state.temporal
     full = MessageIn(text=body.text, client_message_id=body.client_message_id, task_id=task_id)
     result, _ = await accept_message(full, user, db, settings, temporal, task_id, channel)
     return result
