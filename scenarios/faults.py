@@ -1,9 +1,11 @@
 """Faults mixed into a scenario run (`lomo scenarios --faults`): at seeded random moments
 (every 20-45 s) the worker or the Temporal dev server is SIGKILLed (`lomo up` restarts it), the
 simulator duplicates, reorders or drops callbacks for a while, and on the Postgres
-configuration the harness's private cluster crashes and comes back. Failing or timing
-out generations are left out: those are refunded losses by design (README "Money"), not
-faults the figures can stay at 0 through."""
+configuration the harness's private cluster crashes and comes back. A submit whose answer
+times out after the vendor made the job is in the mix: the order is sent again with its
+idempotency key and the job adopted (README "Money"), so nothing is generated twice or
+lost. Failing generations are left out: those are refunded by design, not faults the
+figures can stay at 0 through."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ SIM_FAULTS: tuple[dict[str, object], ...] = (
     {"out_of_order": True},
     {"drop_callbacks": True},
     {"duplicate_callbacks": 1, "out_of_order": True, "latency_scale": 3.0},
+    # Longer than the platform's submit timeout (LOMO_GENERATION_SUBMIT_TIMEOUT_SECONDS, 10).
+    {"submit_timeout_after_create": True, "submit_timeout_seconds": 12.0},
 )
 
 
