@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -44,13 +45,48 @@ async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow)
     await mark_handed(db, m.id)
 
 
-async def mark_handed(db: Any, message_id: str) -> None:
+async def mark_handed(db: Any, *message_ids: str) -> None:
     async with db.session() as s:
         await s.execute(
             update(MessageRow)
-            .where(MessageRow.id == message_id, MessageRow.handed_at.is_(None))
+            .where(MessageRow.id.in_(message_ids), MessageRow.handed_at.is_(None))
             .values(handed_at=clock.now())
         )
+
+
+class _Marks:
+    """The request path's `handed_at` marks, written after the response, many per UPDATE.
+
+    The mark only tells the relay what it may skip: written late, or lost with the process,
+    it costs one more idempotent hand-off by the relay, never a message. Writing it inside
+    the request cost each accept a second write transaction (on SQLite a second turn for
+    the one writer) in its latency; batched, a burst of accepts shares one."""
+
+    def __init__(self) -> None:
+        self._pending: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self._writer: weakref.WeakKeyDictionary[Any, asyncio.Task[None]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def add(self, db: Any, message_id: str) -> None:
+        self._pending.setdefault(db, set()).add(message_id)
+        writer = self._writer.get(db)
+        loop = asyncio.get_running_loop()
+        if writer is None or writer.done() or writer.get_loop() is not loop:
+            self._writer[db] = loop.create_task(self._write(db))
+
+    async def _write(self, db: Any) -> None:
+        # Ids added while an UPDATE runs wait for the next one: under load they pile up
+        # and go together. Ends without an await once nothing is pending, so an `add`
+        # never meets a writer that has stopped taking ids but is not done yet.
+        while ids := self._pending.pop(db, None):
+            try:
+                await mark_handed(db, *sorted(ids))
+            except Exception:
+                log.warning("%d handed marks not written; the relay writes them", len(ids))
+
+
+MARKS = _Marks()
 
 
 def _direct_task(m: MessageRow) -> str | None:
@@ -118,7 +154,7 @@ async def hand_over_bounded(
         client = await temporal()
         if first:
             await hand_over(client, settings, m.user_id, m.id, _direct_task(m))
-            await mark_handed(db, m.id)
+            MARKS.add(db, m.id)
         else:
             await hand_over_stored(db, client, settings, m)
 
