@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+
 from activities.checklist import DECISION_EFFECT
 from api.dispatch import route_via_main
 from api.memory_dispatch import forget_and_wait, request_forget
@@ -37,7 +39,12 @@ async def _start_cascade(state: Any, card: Card) -> None:
             forget_and_wait(client, state.settings, card.user_id, card.id),
             state.settings.memory_forget_wait_seconds,
         )
-    except TimeoutError:
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        # The Temporal client turns the cancelled wait into its own error, not TimeoutError;
+        # when it is the caller's own bound that ran out, this gives up too.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
         await request_forget(client, state.settings, card.user_id, card.id)
 
 

@@ -2,8 +2,11 @@
 forgetting and corrections, so a forget never races an extraction of the same person.
 
 Each job is one activity; Temporal retries it with backoff. A job that still fails is put
-aside and tried again after `retry_seconds` (a failed extraction is retried later, article
-§7.4) while later jobs go on. Bad input (non-retryable) is dropped with a log line.
+aside and tried again after `retry_seconds` (a durable timer; a failed extraction is
+retried later, article §7.4) while later jobs go on. Bad input (non-retryable) is dropped
+with a log line. A confirmed forget is never given up: it is tried again every round until
+it ran, and continue-as-new carries it (`MemoryInput.retry_later`), so a forget the person
+confirmed runs even if they never write again.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
-MAX_ROUNDS = 20  # a job that failed this many rounds is given up (logged)
+MAX_ROUNDS = 20  # a job that failed this many rounds is given up (logged); never a forget
+# A forget whose activity failed every attempt waits a round like any other job (before,
+# it was only answered "not yet" and left to the next extraction).
+FORGET_RETRY_PATCH = "forget-retried-later"
+# Continue-as-new is put off while an update waits for a queued job (before, it waited for
+# the update, which waited for the job: for ever).
+CAN_AFTER_QUEUE_PATCH = "continue-as-new-after-awaited-jobs"
 
 
 @workflow.defn(name="MemoryWorkflow")
@@ -57,7 +66,8 @@ class MemoryWorkflow:
     @workflow.update(name="forget_and_wait")
     async def forget_and_wait(self, card_id: str) -> str:
         """The forget cascade, answered once it ran: the api wakes the card's task only
-        after this, so the task's next context is already without the forgotten content."""
+        after this, so the task's next context is already without the forgotten content.
+        If its round failed the answer is "not yet: ..." and the job runs again later."""
         self._add(MemoryJob("forget", card_id))
         key = f"forget:{card_id}"
         await workflow.wait_condition(lambda: key in self.results)
@@ -89,7 +99,7 @@ class MemoryWorkflow:
             except TimeoutError:
                 self.pending.extend(self.retry_later)
                 self.retry_later.clear()
-            if suggested():
+            if suggested() and not self._update_awaits_queue():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
                     MemoryInput(
@@ -102,6 +112,16 @@ class MemoryWorkflow:
                 )
             if self.pending:
                 await self._run_job(inp, self.pending.pop(0))
+
+    def _update_awaits_queue(self) -> bool:
+        """An update (`forget_and_wait`, `correct`) still running waits for its job, which is
+        still queued: continue-as-new, which waits for running handlers, would wait for ever
+        (and the confirmed forget never run), so the queue runs first."""
+        return (
+            bool(self.pending)
+            and not workflow.all_handlers_finished()
+            and workflow.patched(CAN_AFTER_QUEUE_PATCH)
+        )
 
     async def _run_job(self, inp: MemoryInput, job: MemoryJob) -> None:
         user_id = inp.user_id
@@ -140,7 +160,22 @@ class MemoryWorkflow:
             if job.kind == "correct":
                 self.results[f"correct:{job.ref}"] = str(cause or e)
             if job.kind == "forget":
+                # The caller (`forget_and_wait`) is answered now, not after the next round:
+                # the card's task waits for this answer, and "not yet" is true, the job
+                # runs again below (the card is marked handed, so nothing else resends it).
                 self.results[f"forget:{job.ref}"] = f"not yet: {cause or e}"
+                if final:  # no such card, or not confirmed: no round will change that
+                    workflow.logger.warning("memory forget %s dropped: %s", job.ref, cause)
+                elif workflow.patched(FORGET_RETRY_PATCH):
+                    job.attempts += 1
+                    workflow.logger.warning(
+                        "memory forget %s failed (round %d), again in %ss: %s",
+                        job.ref,
+                        job.attempts,
+                        inp.retry_seconds,
+                        cause or e,
+                    )
+                    self.retry_later.append(job)
             elif final or job.attempts + 1 >= MAX_ROUNDS:
                 workflow.logger.warning("memory %s %s dropped: %s", job.kind, job.ref, cause)
             else:
