@@ -7,10 +7,16 @@ retried later, article §7.4) while later jobs go on. Bad input (non-retryable) 
 with a log line. A confirmed forget is never given up: it is tried again every round until
 it ran, and continue-as-new carries it (`MemoryInput.retry_later`), so a forget the person
 confirmed runs even if they never write again.
+
+Updates (`forget_and_wait`, `correct`) wait for their job's next round; every update of
+one card (or correction) shares the one job and gets its outcome, and a repeat after the job
+ran is answered at once from the outcomes kept for the run (`KEPT_OUTCOMES`; after
+continue-as-new the activity finds its own record and answers just as fast).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -42,6 +48,22 @@ FORGET_RETRY_PATCH = "forget-retried-later"
 # Continue-as-new is put off while an update waits for a queued job (before, it waited for
 # the update, which waited for the job: for ever).
 CAN_AFTER_QUEUE_PATCH = "continue-as-new-after-awaited-jobs"
+# Updates of one card share its job and all get its outcome; a repeat after it ran is
+# answered from `done`; a job already running is not queued again (before, the first update
+# popped the one result: a second one waited for ever or failed the workflow task, and
+# continue-as-new, waiting for handlers, never came).
+SHARED_JOBS_PATCH = "updates-share-a-job"
+KEPT_OUTCOMES = 64  # successful outcomes kept per run for repeated updates (oldest dropped)
+
+
+@dataclass
+class _Awaited:
+    """The updates waiting for one job: how many, how many rounds it finished meanwhile,
+    and the last round's outcome. Dropped when the last of them returned."""
+
+    waiters: int = 0
+    rounds: int = 0
+    outcome: Any = None
 
 
 @workflow.defn(name="MemoryWorkflow")
@@ -49,7 +71,10 @@ class MemoryWorkflow:
     def __init__(self) -> None:
         self.pending: list[MemoryJob] = []
         self.retry_later: list[MemoryJob] = []
-        self.results: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # unpatched runs only (see `_outcome`)
+        self.awaited: dict[str, _Awaited] = {}
+        self.done: dict[str, Any] = {}  # at most KEPT_OUTCOMES, oldest first
+        self.running: MemoryJob | None = None
 
     def _add(self, job: MemoryJob) -> None:
         if not any(j.kind == job.kind and j.ref == job.ref for j in self.pending):
@@ -68,21 +93,56 @@ class MemoryWorkflow:
         """The forget cascade, answered once it ran: the api wakes the card's task only
         after this, so the task's next context is already without the forgotten content.
         If its round failed the answer is "not yet: ..." and the job runs again later."""
-        self._add(MemoryJob("forget", card_id))
-        key = f"forget:{card_id}"
-        await workflow.wait_condition(lambda: key in self.results)
-        return str(self.results.pop(key))
+        return str(await self._outcome("forget", card_id))
 
     @workflow.update(name="correct")
     async def correct(self, evidence_id: str) -> CorrectOutput:
-        self._add(MemoryJob("correct", evidence_id))
-        key = f"correct:{evidence_id}"
-        await workflow.wait_condition(lambda: key in self.results)
-        result = self.results.pop(key)
+        result = await self._outcome("correct", evidence_id)
         if isinstance(result, str):
             raise ApplicationError(result, non_retryable=True)
         assert isinstance(result, CorrectOutput)
         return result
+
+    async def _outcome(self, kind: str, ref: str) -> Any:
+        """The outcome of the job's next round (or of its round that already succeeded)."""
+        key = f"{kind}:{ref}"
+        if not workflow.patched(SHARED_JOBS_PATCH):
+            # As recorded before the patch: one result, taken by the first update.
+            self._add(MemoryJob(kind, ref))
+            await workflow.wait_condition(lambda: key in self.results)
+            return self.results.pop(key)
+        if key in self.done:
+            return self.done[key]
+        running = self.running
+        if running is None or (running.kind, running.ref) != (kind, ref):
+            self._add(MemoryJob(kind, ref))  # else the running round answers this one too
+        waiting = self.awaited.setdefault(key, _Awaited())
+        waiting.waiters += 1
+        seen = waiting.rounds
+        try:
+            await workflow.wait_condition(lambda: waiting.rounds > seen)
+            return waiting.outcome
+        finally:
+            waiting.waiters -= 1
+            if waiting.waiters == 0:
+                del self.awaited[key]
+
+    def _record(self, kind: str, ref: str, outcome: Any, ok: bool) -> None:
+        """A round's outcome for the updates waiting on it (and, if it succeeded, for
+        repeats later); nothing is kept for a job no update waits for."""
+        key = f"{kind}:{ref}"
+        if not workflow.patched(SHARED_JOBS_PATCH):
+            self.results[key] = outcome
+            return
+        waiting = self.awaited.get(key)
+        if waiting is not None:
+            waiting.rounds += 1
+            waiting.outcome = outcome
+        if ok:
+            self.done.pop(key, None)
+            self.done[key] = outcome
+            while len(self.done) > KEPT_OUTCOMES:
+                del self.done[next(iter(self.done))]
 
     @workflow.run
     async def run(self, inp: MemoryInput) -> None:
@@ -111,7 +171,11 @@ class MemoryWorkflow:
                     )
                 )
             if self.pending:
-                await self._run_job(inp, self.pending.pop(0))
+                self.running = self.pending.pop(0)
+                try:
+                    await self._run_job(inp, self.running)
+                finally:
+                    self.running = None
 
     def _update_awaits_queue(self) -> bool:
         """An update (`forget_and_wait`, `correct`) still running waits for its job, which is
@@ -146,24 +210,25 @@ class MemoryWorkflow:
                 await workflow.execute_activity(
                     "memory_forget", ForgetInput(user_id, job.ref), result_type=ForgetOutput, **opts
                 )
-                self.results[f"forget:{job.ref}"] = "forgotten"
+                self._record("forget", job.ref, "forgotten", ok=True)
             else:
-                self.results[f"correct:{job.ref}"] = await workflow.execute_activity(
+                out = await workflow.execute_activity(
                     "memory_correct",
                     CorrectInput(user_id, job.ref),
                     result_type=CorrectOutput,
                     **opts,
                 )
+                self._record("correct", job.ref, out, ok=True)
         except ActivityError as e:
             cause = e.cause
             final = isinstance(cause, ApplicationError) and cause.non_retryable
             if job.kind == "correct":
-                self.results[f"correct:{job.ref}"] = str(cause or e)
+                self._record("correct", job.ref, str(cause or e), ok=False)
             if job.kind == "forget":
                 # The caller (`forget_and_wait`) is answered now, not after the next round:
                 # the card's task waits for this answer, and "not yet" is true, the job
                 # runs again below (the card is marked handed, so nothing else resends it).
-                self.results[f"forget:{job.ref}"] = f"not yet: {cause or e}"
+                self._record("forget", job.ref, f"not yet: {cause or e}", ok=False)
                 if final:  # no such card, or not confirmed: no round will change that
                     workflow.logger.warning("memory forget %s dropped: %s", job.ref, cause)
                 elif workflow.patched(FORGET_RETRY_PATCH):
