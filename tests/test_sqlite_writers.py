@@ -10,14 +10,15 @@ with a busy timeout far shorter than the queue, so only the queue can carry them
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
-from lomo.db.engine import Database, _sqlite_pragmas
+from lomo.db.engine import Database, _sqlite_pragmas, make_engine
 
 WRITERS = 40
 HOLD_S = 0.02  # 40 × 20 ms = 0.8 s of writing in all, far over the 0.2 s busy timeout
@@ -110,3 +111,63 @@ async def test_a_failed_writer_gives_its_turn_back(tmp_path: Path) -> None:
             assert await s.scalar(text("SELECT count(*) FROM t")) == 1
     finally:
         await db.dispose()
+
+
+CHILD = """
+import asyncio, sys
+from sqlalchemy import text
+import lomo.db.engine as engine
+from tests.test_sqlite_writers import BUSY_MS, WRITERS, _burst
+if sys.argv[2] == "nolock":
+    engine.writers_lock_path = lambda url: None
+async def main():
+    db = engine.Database(sys.argv[1], busy_timeout_ms=BUSY_MS)
+    print("ready", flush=True)
+    results = await _burst(db.sessionmaker, 4 * WRITERS)
+    await db.dispose()
+    print(sum(r is not None for r in results))
+asyncio.run(main())
+"""
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def _two_processes(tmp_path: Path, file_lock: bool) -> tuple[int, int]:
+    """A burst of writers here and one in a child process at once: (failed here, there)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'w.db'}"
+    await _make_table(url)
+    mode = "lock" if file_lock else "nolock"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CHILD, url, mode, cwd=ROOT, stdout=asyncio.subprocess.PIPE
+    )
+    db = Database(url, busy_timeout_ms=BUSY_MS)
+    if not file_lock:
+        db = Database.__new__(Database)
+        db.url = url
+        db.engine = make_engine(url, BUSY_MS, lock_path=None)
+        db.sessionmaker = async_sessionmaker(db.engine, expire_on_commit=False)
+    try:
+        # A longer burst in the child (the worker's writers following each other), this
+        # one meanwhile (the api's)
+        assert child.stdout is not None
+        assert (await asyncio.wait_for(child.stdout.readline(), 60)).strip() == b"ready"
+        here = await _burst(db.sessionmaker, WRITERS)
+        out, _ = await asyncio.wait_for(child.communicate(), 120)
+        assert child.returncode == 0
+        return sum(r is not None for r in here), int(out.decode().strip())
+    finally:
+        await db.dispose()
+
+
+async def test_two_processes_bursts_take_turns(tmp_path: Path) -> None:
+    """The api and the worker: each process's queue leaves one writer per process, and
+    SQLite's polling busy handler starves the one that sleeps while the other's writers
+    follow each other without a gap. The writers' file lock makes them take turns."""
+    assert await _two_processes(tmp_path, file_lock=True) == (0, 0)
+
+
+async def test_two_processes_bursts_fail_without_the_file_lock(tmp_path: Path) -> None:
+    """The load above is one the per-process queues alone do not carry."""
+    here, there = await _two_processes(tmp_path, file_lock=False)
+    assert here + there > 0, "both bursts got through without the file lock: proves nothing"
