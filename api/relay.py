@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import select
 from temporalio.client import RPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
 from api.card_handoff import HandoffState, hand_on
 from api.handoff import arrived, hand_over_stored, mark_handed
@@ -39,6 +40,16 @@ BATCH = 100
 # that bound as its own error (RPCTimeoutOrCancelledError), not as a cancellation, so
 # `wait_for` raises that instead of TimeoutError; either way the next item is tried.
 TIMED_OUT = (TimeoutError, RPCTimeoutOrCancelledError)
+
+
+def _temporal_down(e: BaseException) -> bool:
+    """Temporal unreachable: every later hand-off of the round would fail the same way.
+    Any other failure is this item's own (a failing effect, a refusal): skipped this round,
+    it must not hold up the items behind it round after round."""
+    return isinstance(e, RPCError) and e.status in (
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+    )
 
 
 async def relay_once(
@@ -79,9 +90,10 @@ async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> in
             # Temporal answers but the message's task does not take it (no worker polls its
             # queue yet): the others are not held up behind it; next round it is tried again.
             log.warning("relay: message %s not handed over yet (timed out)", m.id)
-        except Exception as e:  # Temporal still down: the next round tries again
+        except Exception as e:
             log.warning("relay: message %s not handed over yet: %r", m.id, e)
-            break
+            if _temporal_down(e):
+                break  # the next round tries again; the others would wait for it too
     if done:
         log.info("relay: handed over %d stored message(s)", done)
     return done
@@ -119,9 +131,10 @@ async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: 
             # Temporal answers but this card's workflow does not take it (no worker yet, a
             # stuck task): the others are not held up behind it; next round it is tried again.
             log.warning("relay: card %s not handed on yet (timed out)", card.id)
-        except Exception as e:  # Temporal still down: the next round tries again
+        except Exception as e:
             log.warning("relay: card %s not handed on yet: %r", card.id, e)
-            break
+            if _temporal_down(e):
+                break  # the next round tries again; the others would wait for it too
     if done:
         log.info("relay: handed on %d answered card(s)", done)
     return done
