@@ -16,8 +16,6 @@ object's bytes finds nothing the second time.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,13 +26,12 @@ from temporalio.client import Client
 from api.card_effects import EFFECTS
 from api.dispatch import card_answered
 from api.flow_dispatch import flow_card_answered
+from api.handoff import within_bound
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card
 from lomo.settings import Settings
 from workspace.store import BlobStore
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,19 +63,9 @@ async def hand_on_bounded(state: Any, card: Card) -> bool:
     so a hand-off that times out or fails is left to the relay and the request still
     answers with the card; a 500 here would tell the person their answer was lost when it
     was not. Returns whether everything went through."""
-    try:
-        await asyncio.wait_for(hand_on(state, card), state.settings.handoff_wait_seconds)
-    except TimeoutError:
-        log.warning(
-            "card %s: hand-off still waiting after %ss; the relay finishes it",
-            card.id,
-            state.settings.handoff_wait_seconds,
-        )
-        return False
-    except Exception:
-        log.warning("card %s: hand-off failed; the relay finishes it", card.id, exc_info=True)
-        return False
-    return True
+    return await within_bound(
+        hand_on(state, card), f"card {card.id}", state.settings.handoff_wait_seconds
+    )
 
 
 async def mark_card_handed(db: Database, card_id: str) -> None:

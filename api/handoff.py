@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import update
-from temporalio.client import Client
+from temporalio.client import Client, RPCTimeoutOrCancelledError
 
 from api.dispatch import deliver_to_task, route_via_main
 from api.memory_dispatch import request_extraction
@@ -158,18 +158,27 @@ async def hand_over_bounded(
         else:
             await hand_over_stored(db, client, settings, m)
 
+    return await within_bound(go(), f"message {m.id}", settings.handoff_wait_seconds)
+
+
+# A hand-off past its bound. The Temporal client reports an update cancelled by that bound
+# as its own error (RPCTimeoutOrCancelledError), not as a cancellation, so `wait_for`
+# raises that instead of TimeoutError.
+TIMED_OUT = (TimeoutError, RPCTimeoutOrCancelledError)
+
+
+async def within_bound(work: Awaitable[None], what: str, seconds: float) -> bool:
+    """A request's hand-off of what it already stored, at most `seconds`: a timeout or a
+    failure is logged and left to the relay (a 500 would say it was lost when it is not);
+    a 409 (Conflict) is raised. Returns whether it went through."""
     try:
-        await asyncio.wait_for(go(), settings.handoff_wait_seconds)
+        await asyncio.wait_for(work, seconds)
     except Conflict:
         raise
-    except TimeoutError:
-        log.warning(
-            "message %s: hand-off still waiting after %ss; the relay finishes it",
-            m.id,
-            settings.handoff_wait_seconds,
-        )
+    except TIMED_OUT:
+        log.warning("%s: hand-off still waiting after %ss; the relay finishes it", what, seconds)
         return False
     except Exception:
-        log.warning("message %s: hand-off failed; the relay finishes it", m.id, exc_info=True)
+        log.warning("%s: hand-off failed; the relay finishes it", what, exc_info=True)
         return False
     return True

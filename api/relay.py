@@ -22,11 +22,10 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
-from temporalio.client import RPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.card_handoff import HandoffState, hand_on
-from api.handoff import arrived, hand_over_stored, mark_handed
+from api.handoff import TIMED_OUT, arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow
@@ -36,10 +35,6 @@ from workspace.store import BlobStore
 
 log = logging.getLogger(__name__)
 BATCH = 100
-# A hand-off past the round's bound. The Temporal client reports an update cancelled by
-# that bound as its own error (RPCTimeoutOrCancelledError), not as a cancellation, so
-# `wait_for` raises that instead of TimeoutError; either way the next item is tried.
-TIMED_OUT = (TimeoutError, RPCTimeoutOrCancelledError)
 
 
 def _temporal_down(e: BaseException) -> bool:

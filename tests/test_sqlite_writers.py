@@ -145,7 +145,7 @@ async def _two_processes(tmp_path: Path, file_lock: bool) -> tuple[int, int]:
     if not file_lock:
         db = Database.__new__(Database)
         db.url = url
-        db.engine = make_engine(url, BUSY_MS, lock_path=None)
+        db.engine = make_engine(url, BUSY_MS, file_lock=False)
         db.sessionmaker = async_sessionmaker(db.engine, expire_on_commit=False)
     try:
         # A longer burst in the child (the worker's writers following each other), this

@@ -159,16 +159,15 @@ def make_engine(
     url: str,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     writer_wait_s: float = WRITER_WAIT_S,
-    lock_path: str | None = "",
+    file_lock: bool = True,
 ) -> AsyncEngine:
-    """`lock_path`: the writers' file lock; "" for the one beside the database file, None
-    for none (a test proving the load needs it)."""
+    """`file_lock`: the writers' lock beside the database file (off only for a test
+    proving the load needs it)."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url)
         sync = engine.sync_engine
         event.listen(sync, "connect", _sqlite_pragmas(busy_timeout_ms))
-        path = writers_lock_path(url) if lock_path == "" else lock_path
-        queue = _WriterQueue(writer_wait_s, path)
+        queue = _WriterQueue(writer_wait_s, writers_lock_path(url) if file_lock else None)
         event.listen(sync, "before_cursor_execute", queue.before_execute)
         event.listen(sync, "commit", queue.end)
         event.listen(sync, "rollback", queue.end)
