@@ -44,6 +44,11 @@ async def _routed(stack: Stack, mid: str) -> dict[str, Any]:
     return result
 
 
+async def _task_status(stack: Stack, task_id: str, status: str) -> bool:
+    async with stack.db.session() as s:
+        return await s.scalar(select(Task.status).where(Task.id == task_id)) == status
+
+
 async def _processed(stack: Stack, mid: str) -> dict[str, Any]:
     async def check() -> Any:
         m = await _message(stack, mid)
@@ -121,6 +126,9 @@ async def test_explicit_targets_cost_no_model_call_and_bad_targets_are_refused(
         assert r.status_code == 409 and "deleted" in r.json()["detail"]
         r = await _post(stack, text="x", card_id=orphan.id)
         assert r.status_code == 400 and "belongs to no task" in r.json()["detail"]
+        # The last message's turn ends with the task's own status write: let it land first,
+        # or it overwrites the status this test sets next.
+        await eventually(lambda: _task_status(stack, task_id, "waiting_user"), within=60)
         for status in ("archived", "stopped"):
             async with stack.db.session() as s:
                 t = await s.get(Task, task_id)
