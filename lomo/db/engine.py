@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import select
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -23,7 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import event, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -175,7 +176,29 @@ def make_engine(
         event.listen(sync.pool, "checkin", queue.end_record)
         event.listen(sync.pool, "invalidate", queue.end_record)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    engine = create_async_engine(url, pool_size=10, max_overflow=10)
+    event.listen(engine.sync_engine.pool, "checkout", _drop_if_dead)
+    return engine
+
+
+def _drop_if_dead(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled Postgres connection that died while idle is replaced at checkout.
+
+    Instead of `pool_pre_ping` (a round trip per checkout, 0.6 ms of a 1.3 ms one-statement
+    session here, and ten checkouts per agent step), the socket is looked at: an idle
+    connection has nothing to read unless the server closed it or sent its goodbye (a
+    restart, `pg_terminate_backend`), so a readable or broken one is dropped, and the pool
+    opens a fresh one (it retries a checkout that raises `DisconnectionError`).
+    """
+    conn = dbapi_conn.driver_connection
+    if conn.closed or conn.broken:
+        raise DisconnectionError("connection closed")
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError) as e:
+        raise DisconnectionError(str(e)) from e
+    if readable:
+        raise DisconnectionError("the server closed the idle connection")
 
 
 def sync_url(url: str) -> str:
