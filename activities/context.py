@@ -29,11 +29,19 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import defer
-from sqlalchemy.orm.attributes import set_committed_value
 
 from activities.context_prefix import compare_prefix, profile_layout
 from activities.context_prefix import sha as _sha
+from activities.context_rows import (
+    CallRow,
+    MsgRow,
+    StepRow,
+    body,
+    load_bodies,
+    load_calls,
+    load_messages,
+    load_steps,
+)
 from activities.context_tail import dynamic_tail, task_header, visible_result
 from activities.context_tools import (
     DOMAINS,
@@ -57,12 +65,7 @@ from llm.types import (
     ToolUseBlock,
 )
 from lomo.db.context import ContextSegment
-from lomo.db.models import (
-    MessageRow,
-    ModelStep,
-    Task,
-    ToolCall,
-)
+from lomo.db.models import ModelStep, Task
 
 SYSTEM_RULES = (
     "You are Lomo, a creative agent working with one person over days. Answer in the "
@@ -100,34 +103,6 @@ class BuiltContext:
     steps_before: int = 0  # the task's stored steps when this context was built
 
 
-async def _load_bodies(
-    session: AsyncSession,
-    steps: list[ModelStep],
-    calls_by_step: dict[tuple[int, int], list[ToolCall]],
-) -> None:
-    """Load the deferred response of `steps` and the input and result of their calls."""
-    if not steps:
-        return
-    rows = await session.execute(
-        select(ModelStep.id, ModelStep.response).where(ModelStep.id.in_([s.id for s in steps]))
-    )
-    response: dict[int, Any] = {i: r for i, r in rows.all()}
-    for st in steps:
-        set_committed_value(st, "response", response[st.id])
-    calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
-    if not calls:
-        return
-    for cid, inp, res in (
-        await session.execute(
-            select(ToolCall.call_id, ToolCall.input, ToolCall.result).where(
-                ToolCall.call_id.in_(list(calls))
-            )
-        )
-    ).all():
-        set_committed_value(calls[cid], "input", inp)
-        set_committed_value(calls[cid], "result", res)
-
-
 async def build_context(
     session: AsyncSession,
     task: Task,
@@ -140,49 +115,19 @@ async def build_context(
 ) -> BuiltContext:
     extras = extras or ContextExtras()
     policy = policy or ContextPolicy()
-    # A stored step's `context` holds the whole text it was sent (its layers): loading it
-    # for every earlier step made each step's cost grow with the square of the task's
-    # length. Only two small fields of it are read here, and only what they hold is loaded.
-    # The same holds for the responses and the tool calls' inputs and results: only the
-    # steps shown in full (or in a segment without its summary) have theirs loaded, below.
-    step_rows = (
-        await session.execute(
-            select(ModelStep, ModelStep.context["reported_orders"])
-            .options(
-                defer(ModelStep.context, raiseload=True),
-                defer(ModelStep.response, raiseload=True),
-            )
-            .where(ModelStep.task_id == task.id)
-            .order_by(ModelStep.id)
+    # Plain rows, no ORM objects (context_rows.py); bodies only for the steps shown in full.
+    all_steps = await load_steps(session, task.id)
+    # The last step's prefix record: by its id (ordering the task's steps by id and taking
+    # the first made Postgres parse every step's stored context before sorting).
+    prev = (
+        await session.scalar(
+            select(ModelStep.context["prefix"]).where(ModelStep.id == all_steps[-1].id)
         )
-    ).all()
-    all_steps: list[ModelStep] = []
-    reported_lists: list[Any] = []
-    for st, rep in step_rows:
-        all_steps.append(st)
-        reported_lists.append(rep)
-    prev = await session.scalar(
-        select(ModelStep.context["prefix"])
-        .where(ModelStep.task_id == task.id)
-        .order_by(ModelStep.id.desc())
-        .limit(1)
+        if all_steps
+        else None
     )
-    msgs = {
-        m.id: m
-        for m in await session.scalars(
-            select(MessageRow)
-            .options(defer(MessageRow.target, raiseload=True))
-            .where(MessageRow.task_id == task.id)
-        )
-        if m.id not in extras.excluded_messages
-    }
-    call_rows = list(
-        await session.scalars(
-            select(ToolCall)
-            .options(defer(ToolCall.input, raiseload=True), defer(ToolCall.result, raiseload=True))
-            .where(ToolCall.task_id == task.id)
-        )
-    )
+    msgs = await load_messages(session, task.id, extras.excluded_messages)
+    call_rows = await load_calls(session, task.id)
     calls = {c.tool_use_id: c for c in call_rows}
     # A summary written under another segment size covers other steps: not used (its
     # segment shows one line per step instead).
@@ -208,18 +153,18 @@ async def build_context(
     def point() -> list[int]:
         return [len(conversation) - 1, len(conversation[-1].content) - 1]
 
-    def kept(steps: list[ModelStep]) -> list[ModelStep]:
+    def kept(steps: list[StepRow]) -> list[StepRow]:
         return [s for s in steps if (s.turn, s.step) not in extras.excluded_steps]
 
     size = policy.segment_steps
     closed = policy.closed(len(all_steps))
     boundary = closed * size
     n_now = len(all_steps)
-    by_step: dict[tuple[int, int], list[ToolCall]] = {}
+    by_step: dict[tuple[int, int], list[CallRow]] = {}
     for c in call_rows:
         by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
     # Each step's messages, found once (looking them up per step was quadratic).
-    msgs_at: dict[tuple[int | None, int | None], list[MessageRow]] = {}
+    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
     for m in sorted(msgs.values(), key=lambda m: m.created_at):
         msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
     need = set(range(max(0, boundary - size), n_now))
@@ -227,10 +172,10 @@ async def build_context(
         seg = all_steps[k * size : (k + 1) * size]
         if summaries.get(k) is None or kept(seg) != seg:
             need.update(range(k * size, min((k + 1) * size, n_now)))
-    await _load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
+    await load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
     profile = profile_layout(prev, extras, n_now)
 
-    def step_calls(steps: list[ModelStep]) -> list[ToolCall]:
+    def step_calls(steps: list[StepRow]) -> list[CallRow]:
         return [c for st in steps for c in by_step.get((st.turn, st.step), [])]
 
     # Domains carried over the compression boundary: those used in the segment that closed
@@ -303,7 +248,7 @@ async def build_context(
             continue
         for m in msgs_at.get((s.turn, s.step), []):
             add("user", [TextBlock(text=m.text)])
-        resp = ModelResponse.from_dict(s.response)
+        resp = ModelResponse.from_dict(body(s))
         add("assistant", list(resp.content))
         results: list[Block] = []
         implicit: list[str] = []
@@ -353,7 +298,7 @@ async def build_context(
     since = all_steps[-1].created_at if all_steps else None
     # A finished job is shown until a stored step has seen it (not "since the last step":
     # a fast job can finish before the step that submitted it is even stored).
-    reported = {o for orders in reported_lists for o in orders or []}
+    reported = {o for st in all_steps for o in st.reported_orders or []}
     # The turn line is news only at a turn's first step (or when nothing else would close
     # the request with a user message); an empty tail sends nothing after the history.
     status = not all_steps or all_steps[-1].turn != task.turn

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from activities.context_rows import CallLike
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
@@ -40,7 +41,7 @@ def call_order(call_id: str) -> tuple[int, int, int]:
     return int(turn), int(step), int(index)
 
 
-def loaded_domains(calls: Iterable[ToolCall], tools: dict[str, Tool]) -> list[str]:
+def loaded_domains(calls: Iterable[CallLike], tools: dict[str, Tool]) -> list[str]:
     """The task's loaded domains in the order they were loaded (appending a later domain
     never moves an earlier one): by a `load_tools` call, or by calling one of its tools."""
     order: list[str] = []

@@ -118,6 +118,7 @@ class RuntimeActivities:
                         "prefix": built.prefix,
                     },
                     response=resp.to_dict(),
+                    reported_orders=built.reported_orders or None,
                 )
             )
             await s.execute(

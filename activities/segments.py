@@ -12,17 +12,29 @@ after forgetting deleted it) the context shows one line per step instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from temporalio import activity
 
+from activities.context_rows import (
+    CallLike,
+    CallRow,
+    MsgLike,
+    StepLike,
+    body,
+    load_bodies,
+    load_calls,
+    load_messages,
+    load_steps,
+)
+from activities.context_tools import call_order
 from activities.heartbeat import heartbeating
 from activities.toolkit import ToolDeps
 from llm.types import Message, ModelProvider, ModelRequest, ModelResponse, SystemBlock, TextBlock
 from lomo.db.context import ContextSegment
-from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
+from lomo.db.models import Task
 from lomo.settings import Settings
 from memory.context import exclusions
 from workflows.types import SegmentInput
@@ -55,14 +67,14 @@ class ContextPolicy:
         return after - 1 if after > before else -1
 
 
-def seen_in(msgs: dict[str, MessageRow], turn: int, step: int) -> list[MessageRow]:
+def seen_in(msgs: Mapping[str, MsgLike], turn: int, step: int) -> list[MsgLike]:
     seen = [m for m in msgs.values() if (m.processed_turn, m.processed_step) == (turn, step)]
     return sorted(seen, key=lambda m: m.created_at)
 
 
-def step_line(s: ModelStep, msgs: dict[str, MessageRow], calls: dict[str, ToolCall]) -> str:
+def step_line(s: StepLike, msgs: Mapping[str, MsgLike], calls: Mapping[str, CallLike]) -> str:
     """One step in one line: what the person said, which calls, what the model replied."""
-    resp = ModelResponse.from_dict(s.response)
+    resp = ModelResponse.from_dict(body(s))
     said = " ".join(m.text for m in seen_in(msgs, s.turn, s.step))
     parts = [f"turn {s.turn} step {s.step}:"]
     if said:
@@ -96,22 +108,16 @@ class SegmentActivities:
                 return
             user_id = task.user_id
             excl = await exclusions(s, user_id)
-            steps = list(
-                await s.scalars(
-                    select(ModelStep).where(ModelStep.task_id == inp.task_id).order_by(ModelStep.id)
-                )
-            )[first : last + 1]
-            msgs = {
-                m.id: m
-                for m in await s.scalars(
-                    select(MessageRow).where(MessageRow.task_id == inp.task_id)
-                )
-                if m.id not in excl.message_ids
-            }
-            calls = {
-                c.tool_use_id: c
-                for c in await s.scalars(select(ToolCall).where(ToolCall.task_id == inp.task_id))
-            }
+            # Plain rows without the steps' stored contexts (each holds the whole text it
+            # was sent); bodies only for the segment's own steps.
+            steps = (await load_steps(s, inp.task_id))[first : last + 1]
+            msgs = await load_messages(s, inp.task_id, excl.message_ids)
+            call_rows = await load_calls(s, inp.task_id)
+            by_step: dict[tuple[int, int], list[CallRow]] = {}
+            for c in call_rows:
+                by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
+            await load_bodies(s, steps, by_step)
+            calls = {c.tool_use_id: c for c in call_rows}
             kept = [st for st in steps if (inp.task_id, st.turn, st.step) not in excl.step_keys]
             lines = [step_line(st, msgs, calls) for st in kept]
             seen = sorted({m.id for st in kept for m in seen_in(msgs, st.turn, st.step)})
