@@ -34,6 +34,7 @@ from activities.context_prefix import compare_prefix, profile_layout
 from activities.context_prefix import sha as _sha
 from activities.context_rows import (
     CallRow,
+    MessageWindow,
     MsgRow,
     StepRow,
     body,
@@ -126,7 +127,6 @@ async def build_context(
         if all_steps
         else None
     )
-    msgs = await load_messages(session, task.id, extras.excluded_messages)
     call_rows = await load_calls(session, task.id)
     calls = {c.tool_use_id: c for c in call_rows}
     # A summary written under another segment size covers other steps: not used (its
@@ -163,15 +163,27 @@ async def build_context(
     by_step: dict[tuple[int, int], list[CallRow]] = {}
     for c in call_rows:
         by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
-    # Each step's messages, found once (looking them up per step was quadratic).
-    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
-    for m in sorted(msgs.values(), key=lambda m: m.created_at):
-        msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
     need = set(range(max(0, boundary - size), n_now))
     for k in range(closed):
         seg = all_steps[k * size : (k + 1) * size]
         if summaries.get(k) is None or kept(seg) != seg:
             need.update(range(k * size, min((k + 1) * size, n_now)))
+    # Only the messages shown: the opening request, those of the steps shown in full or as
+    # lines, and this step's (a long task's other messages are in its summaries).
+    msgs = await load_messages(
+        session,
+        task.id,
+        extras.excluded_messages,
+        window=MessageWindow(
+            from_turn=min((all_steps[i].turn for i in need), default=None),
+            opening=(all_steps[0].turn, all_steps[0].step) if all_steps else None,
+            ids=message_ids,
+        ),
+    )
+    # Each step's messages, found once (looking them up per step was quadratic).
+    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
+    for m in sorted(msgs.values(), key=lambda m: m.created_at):
+        msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
     await load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
     profile = profile_layout(prev, extras, n_now)
 

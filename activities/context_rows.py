@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.models import MessageRow, ModelStep, ToolCall
@@ -108,18 +108,41 @@ async def load_steps(session: AsyncSession, task_id: str) -> list[StepRow]:
     return [StepRow(*r) for r in rows.tuples()]
 
 
+@dataclass(frozen=True)
+class MessageWindow:
+    """Which of a task's messages to read: those processed from `from_turn` on, the opening
+    request's (processed at the step `opening`), those not processed yet, and `ids`."""
+
+    from_turn: int | None
+    opening: tuple[int, int] | None
+    ids: list[str]
+
+
 async def load_messages(
-    session: AsyncSession, task_id: str, excluded: set[str] | frozenset[str] = frozenset()
+    session: AsyncSession,
+    task_id: str,
+    excluded: set[str] | frozenset[str] = frozenset(),
+    window: MessageWindow | None = None,
 ) -> dict[str, MsgRow]:
-    rows = await session.execute(
-        select(
-            MessageRow.id,
-            MessageRow.text,
-            MessageRow.processed_turn,
-            MessageRow.processed_step,
-            MessageRow.created_at,
-        ).where(MessageRow.task_id == task_id)
-    )
+    """The task's messages (without `excluded`); with a `window`, only those in it."""
+    query = select(
+        MessageRow.id,
+        MessageRow.text,
+        MessageRow.processed_turn,
+        MessageRow.processed_step,
+        MessageRow.created_at,
+    ).where(MessageRow.task_id == task_id)
+    if window is not None:
+        shown: list[ColumnElement[bool]] = [MessageRow.processed_turn.is_(None)]
+        if window.ids:
+            shown.append(MessageRow.id.in_(window.ids))
+        if window.from_turn is not None:
+            shown.append(MessageRow.processed_turn >= window.from_turn)
+        if window.opening is not None:
+            turn, step = window.opening
+            shown.append(and_(MessageRow.processed_turn == turn, MessageRow.processed_step == step))
+        query = query.where(or_(*shown))
+    rows = await session.execute(query)
     return {r[0]: MsgRow(*r) for r in rows.tuples() if r[0] not in excluded}
 
 

@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
@@ -106,8 +106,10 @@ class RuntimeActivities:
         async with heartbeating():
             resp = await self.provider.complete(built.request)
         async with self.db.session() as s:
-            s.add(
-                ModelStep(
+            # Plain INSERTs (no unit-of-work flush): the unique (task, turn, step) makes a
+            # concurrent attempt's insert fail this transaction instead of adding a step.
+            await s.execute(
+                insert(ModelStep).values(
                     task_id=inp.task_id,
                     turn=inp.turn,
                     step=inp.step,
@@ -130,15 +132,20 @@ class RuntimeActivities:
             await s.execute(
                 update(Task).where(Task.id == inp.task_id).values(turn=inp.turn, updated_at=now())
             )
-            for i, use in enumerate(resp.tool_uses):
-                s.add(
-                    ToolCall(
-                        call_id=f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
-                        task_id=inp.task_id,
-                        tool_use_id=use.id,
-                        name=use.name,
-                        input=use.input,
-                        status="planned",
+            if resp.tool_uses:
+                await s.execute(
+                    insert(ToolCall).values(
+                        [
+                            {
+                                "call_id": f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
+                                "task_id": inp.task_id,
+                                "tool_use_id": use.id,
+                                "name": use.name,
+                                "input": use.input,
+                                "status": "planned",
+                            }
+                            for i, use in enumerate(resp.tool_uses)
+                        ]
                     )
                 )
             if resp.text:

@@ -12,7 +12,7 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import event, select, update
+from sqlalchemy import event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -31,8 +31,9 @@ async def append_event(
     )
     if seq is None:
         raise LookupError(f"no user {user_id}")
-    session.add(Event(user_id=user_id, seq=seq, type=type_, data=data))
-    await session.flush()
+    # A plain INSERT, not `add` + `flush`: a unit-of-work flush per event cost about a
+    # millisecond, and an agent step appends up to three.
+    await session.execute(insert(Event).values(user_id=user_id, seq=seq, type=type_, data=data))
     rings: set[str] = session.sync_session.info.setdefault("lomo_rings", set())
     if not rings:
         event.listen(session.sync_session, "after_commit", _ring_after_commit, once=True)

@@ -94,7 +94,9 @@ class ModelStep(Base):
     response: Mapped[dict[str, Any]] = mapped_column(JSON)
     # The finished jobs this step was shown (also in `context`), NULL when none: read by
     # every later step, which must not parse every stored context for it (migration 0011).
-    reported_orders: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    reported_orders: Mapped[list[str] | None] = mapped_column(
+        JSON(none_as_null=True), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
