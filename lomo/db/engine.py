@@ -18,6 +18,7 @@ import fcntl
 import os
 import select
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +35,8 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.util import await_only
 
 BUSY_TIMEOUT_MS = 10_000
+# A pooled Postgres connection idle for longer is pinged at checkout (`_LivenessCheck`).
+PING_AFTER_IDLE_S = 2.0
 # A turn in the queue may take a while behind a burst of writers; the bound only turns a
 # writer nested inside another writer of the same task (waiting on itself) into an error.
 WRITER_WAIT_S = 60.0
@@ -161,9 +164,10 @@ def make_engine(
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     writer_wait_s: float = WRITER_WAIT_S,
     file_lock: bool = True,
+    ping_after_idle_s: float = PING_AFTER_IDLE_S,
 ) -> AsyncEngine:
     """`file_lock`: the writers' lock beside the database file (off only for a test
-    proving the load needs it)."""
+    proving the load needs it). `ping_after_idle_s`: see `_LivenessCheck` (Postgres)."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url)
         sync = engine.sync_engine
@@ -176,29 +180,65 @@ def make_engine(
         event.listen(sync.pool, "checkin", queue.end_record)
         event.listen(sync.pool, "invalidate", queue.end_record)
         return engine
-    engine = create_async_engine(url, pool_size=10, max_overflow=10)
-    event.listen(engine.sync_engine.pool, "checkout", _drop_if_dead)
+    engine = create_async_engine(
+        url,
+        pool_size=10,
+        max_overflow=10,
+        # A peer that vanished without closing (a crashed host, a moved address, a NAT
+        # that forgot the flow) is found by the kernel within about a minute of silence.
+        connect_args={
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        },
+    )
+    _LivenessCheck(engine.dialect, ping_after_idle_s).install(engine.sync_engine.pool)
     return engine
 
 
-def _drop_if_dead(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+class _LivenessCheck:
     """A pooled Postgres connection that died while idle is replaced at checkout.
 
     Instead of `pool_pre_ping` (a round trip per checkout, 0.6 ms of a 1.3 ms one-statement
     session here, and ten checkouts per agent step), the socket is looked at: an idle
     connection has nothing to read unless the server closed it or sent its goodbye (a
     restart, `pg_terminate_backend`), so a readable or broken one is dropped, and the pool
-    opens a fresh one (it retries a checkout that raises `DisconnectionError`).
+    opens a fresh one (it retries a checkout that raises `DisconnectionError`). A peer gone
+    without a word leaves nothing to read, so a connection idle for longer than
+    `ping_after_idle_s` is still pinged: that is when such losses happen, and a connection
+    busy on the hot path is reused within milliseconds.
     """
-    conn = dbapi_conn.driver_connection
-    if conn.closed or conn.broken:
-        raise DisconnectionError("connection closed")
-    try:
-        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-    except (OSError, ValueError) as e:
-        raise DisconnectionError(str(e)) from e
-    if readable:
-        raise DisconnectionError("the server closed the idle connection")
+
+    def __init__(self, dialect: Any, ping_after_idle_s: float) -> None:
+        self.dialect = dialect
+        self.ping_after_idle_s = ping_after_idle_s
+
+    def install(self, pool: Any) -> None:
+        event.listen(pool, "checkout", self.checkout)
+        event.listen(pool, "checkin", self.checkin)
+
+    @staticmethod
+    def checkin(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info["lomo_idle_since"] = time.monotonic()
+
+    def checkout(self, dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        conn = dbapi_conn.driver_connection
+        if conn.closed or conn.broken:
+            raise DisconnectionError("connection closed")
+        # poll, not select: select cannot watch a descriptor numbered 1024 or more (an api
+        # with many open streams has those).
+        watch = select.poll()
+        watch.register(conn.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+        if watch.poll(0):
+            raise DisconnectionError("the server closed the idle connection")
+        idle_since = record.info.get("lomo_idle_since")
+        if idle_since is not None and time.monotonic() - idle_since > self.ping_after_idle_s:
+            try:
+                self.dialect.do_ping(dbapi_conn)
+            except Exception as e:  # any failure of the ping: the connection is not usable
+                raise DisconnectionError(f"ping failed: {e}") from e
 
 
 def sync_url(url: str) -> str:
@@ -212,9 +252,12 @@ class Database:
         url: str,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         writer_wait_s: float = WRITER_WAIT_S,
+        ping_after_idle_s: float = PING_AFTER_IDLE_S,
     ) -> None:
         self.url = url
-        self.engine = make_engine(url, busy_timeout_ms, writer_wait_s)
+        self.engine = make_engine(
+            url, busy_timeout_ms, writer_wait_s, ping_after_idle_s=ping_after_idle_s
+        )
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @asynccontextmanager
