@@ -38,6 +38,7 @@ from activities.context_rows import (
     MsgRow,
     StepRow,
     body,
+    calls_by_step,
     load_bodies,
     load_calls,
     load_messages,
@@ -46,7 +47,6 @@ from activities.context_rows import (
 from activities.context_tail import dynamic_tail, task_header, visible_result
 from activities.context_tools import (
     DOMAINS,
-    call_order,
     domain_tool_names,
     loaded_domains,
     request_tools,
@@ -160,9 +160,7 @@ async def build_context(
     closed = policy.closed(len(all_steps))
     boundary = closed * size
     n_now = len(all_steps)
-    by_step: dict[tuple[int, int], list[CallRow]] = {}
-    for c in call_rows:
-        by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
+    by_step = calls_by_step(call_rows)
     need = set(range(max(0, boundary - size), n_now))
     for k in range(closed):
         seg = all_steps[k * size : (k + 1) * size]

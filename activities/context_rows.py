@@ -61,7 +61,7 @@ class StepRow:
     turn: int
     step: int
     created_at: datetime
-    reported_orders: Any  # the finished jobs the step was shown (a list, or None)
+    reported_orders: list[str] | None  # the finished jobs the step was shown
     response: dict[str, Any] | None = None  # loaded by `load_bodies`
 
 
@@ -153,6 +153,20 @@ async def load_calls(session: AsyncSession, task_id: str) -> list[CallRow]:
         )
     )
     return [CallRow(*r) for r in rows.tuples()]
+
+
+def call_order(call_id: str) -> tuple[int, int, int]:
+    """(turn, step, index) of a call, from its id `{task}:{turn}:{step}:{index}`."""
+    _, turn, step, index = call_id.rsplit(":", 3)
+    return int(turn), int(step), int(index)
+
+
+def calls_by_step(calls: list[CallRow]) -> dict[tuple[int, int], list[CallRow]]:
+    """The calls of each (turn, step)."""
+    out: dict[tuple[int, int], list[CallRow]] = {}
+    for c in calls:
+        out.setdefault(call_order(c.call_id)[:2], []).append(c)
+    return out
 
 
 async def load_bodies(

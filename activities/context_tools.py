@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context_rows import CallLike
+from activities.context_rows import CallLike, call_order
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
@@ -34,11 +34,6 @@ from lomo.ids import new_id
 # The order domains are offered in (the system text lists them in this order).
 DOMAINS = ("image", "video", "audio", "3d", "documents", "flows", "memory", "budget")
 PREVIEW_CHARS = 400
-
-
-def call_order(call_id: str) -> tuple[int, int, int]:
-    _, turn, step, index = call_id.rsplit(":", 3)
-    return int(turn), int(step), int(index)
 
 
 def loaded_domains(calls: Iterable[CallLike], tools: dict[str, Tool]) -> list[str]:

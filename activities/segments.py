@@ -20,16 +20,15 @@ from temporalio import activity
 
 from activities.context_rows import (
     CallLike,
-    CallRow,
     MsgLike,
     StepLike,
     body,
+    calls_by_step,
     load_bodies,
     load_calls,
     load_messages,
     load_steps,
 )
-from activities.context_tools import call_order
 from activities.heartbeat import heartbeating
 from activities.toolkit import ToolDeps
 from llm.types import Message, ModelProvider, ModelRequest, ModelResponse, SystemBlock, TextBlock
@@ -113,10 +112,7 @@ class SegmentActivities:
             steps = (await load_steps(s, inp.task_id))[first : last + 1]
             msgs = await load_messages(s, inp.task_id, excl.message_ids)
             call_rows = await load_calls(s, inp.task_id)
-            by_step: dict[tuple[int, int], list[CallRow]] = {}
-            for c in call_rows:
-                by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
-            await load_bodies(s, steps, by_step)
+            await load_bodies(s, steps, calls_by_step(call_rows))
             calls = {c.tool_use_id: c for c in call_rows}
             kept = [st for st in steps if (inp.task_id, st.turn, st.step) not in excl.step_keys]
             lines = [step_line(st, msgs, calls) for st in kept]
