@@ -105,7 +105,7 @@ async def load_steps(session: AsyncSession, task_id: str) -> list[StepRow]:
         .where(ModelStep.task_id == task_id)
         .order_by(ModelStep.id)
     )
-    return [StepRow(*r) for r in rows.tuples()]
+    return [StepRow(*r) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ async def load_messages(
             shown.append(and_(MessageRow.processed_turn == turn, MessageRow.processed_step == step))
         query = query.where(or_(*shown))
     rows = await session.execute(query)
-    return {r[0]: MsgRow(*r) for r in rows.tuples() if r[0] not in excluded}
+    return {r[0]: MsgRow(*r) for r in rows if r[0] not in excluded}
 
 
 async def load_calls(session: AsyncSession, task_id: str) -> list[CallRow]:
@@ -152,7 +152,7 @@ async def load_calls(session: AsyncSession, task_id: str) -> list[CallRow]:
             ToolCall.task_id == task_id
         )
     )
-    return [CallRow(*r) for r in rows.tuples()]
+    return [CallRow(*r) for r in rows]
 
 
 def call_order(call_id: str) -> tuple[int, int, int]:
@@ -178,7 +178,7 @@ async def load_bodies(
     rows = await session.execute(
         select(ModelStep.id, ModelStep.response).where(ModelStep.id.in_([s.id for s in steps]))
     )
-    response: dict[int, Any] = dict(rows.tuples().all())
+    response: dict[int, Any] = dict(rows.all())
     for st in steps:
         st.response = response[st.id]
     calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
@@ -189,5 +189,5 @@ async def load_bodies(
             ToolCall.call_id.in_(list(calls))
         )
     )
-    for cid, inp, res in got.tuples():
+    for cid, inp, res in got:
         calls[cid].input, calls[cid].result = inp, res

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, Too
 from lomo.events import append_event
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import exclusions, memory_for_context, record_usage
+from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
 from workflows.types import (
     TERMINAL_TASK_STATUSES,
     CardRef,
@@ -36,6 +38,7 @@ from workflows.types import (
     StepInput,
     ToolInput,
     ToolOutcome,
+    TurnSnapshot,
     TurnState,
     TurnStateInput,
 )
@@ -66,6 +69,11 @@ class RuntimeActivities:
         decision = await self._model_step(inp)
         if decision.end_turn and not decision.calls:
             decision.turn_state = await self._turn_state(inp.task_id, inp.turn)
+            if inp.end is not None:
+                snap = replace(inp.end, asked_person=decision.asked_person)
+                decision.status_written = await self._end_status(
+                    inp.task_id, snap, decision.turn_state, progress=False
+                )
         return decision
 
     async def _model_step(self, inp: StepInput) -> StepDecision:
@@ -165,6 +173,15 @@ class RuntimeActivities:
         outcome = await self._run_tool(inp)
         if inp.turn_state_for:
             outcome.turn_state = await self._turn_state(inp.task_id, inp.turn_state_for)
+            if inp.end is not None:
+                outcome.status_written = await self._end_status(
+                    inp.task_id,
+                    inp.end,
+                    outcome.turn_state,
+                    progress=outcome.made_progress,
+                    new_order=outcome.order_id,
+                    new_card=outcome.card_id,
+                )
         return outcome
 
     async def _run_tool(self, inp: ToolInput) -> ToolOutcome:
@@ -272,6 +289,26 @@ class RuntimeActivities:
                 "task.status",
                 {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
             )
+
+    async def _end_status(
+        self,
+        task_id: str,
+        snap: TurnSnapshot,
+        state: TurnState,
+        *,
+        progress: bool,
+        new_order: str | None = None,
+        new_card: str | None = None,
+    ) -> str:
+        """The activity that ended the turn writes the status of a verdict that waits for
+        the person: the person sees it one local activity earlier. The workflow reaches the
+        same verdict on the same facts; if something arrived meanwhile (a message, a stop)
+        it goes on from the status written here."""
+        facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
+        if stop_check(facts).action not in WAITS_FOR_PERSON:
+            return ""
+        await self.set_task_status(StatusInput(task_id, "waiting_user", "", snap.kind))
+        return "waiting_user"
 
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:

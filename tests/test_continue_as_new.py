@@ -60,7 +60,14 @@ async def test_persistent_task_rolls_over_and_keeps_going(
                 rolled_at = sent
         assert rolled_at is not None, f"no rollover in {sent} messages"
         messages = sent
-        state = await latest.query("state")
+
+        async def turn_ended() -> Any:
+            # The workflow's own status: the DB's "waiting_user" is written by the activity
+            # that ended the turn, before the workflow has taken in that activity's result.
+            state = await latest.query("state")
+            return state if state["status"] == "waiting_user" else None
+
+        state = await eventually(turn_ended, within=60)
         assert state["turn"] == messages + 1 and state["inbox"] == []
         async with st.db.session() as s:
             steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == tid)))

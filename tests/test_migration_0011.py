@@ -66,7 +66,7 @@ def test_reported_orders_backfilled(url: str) -> None:
         command.upgrade(cfg, "head")
         with engine.connect() as c:
             got = c.execute(sa.text("SELECT step, reported_orders FROM model_steps ORDER BY step"))
-            stored = {s: json.loads(v) if isinstance(v, str) else v for s, v in got.tuples()}
+            stored = {s: json.loads(v) if isinstance(v, str) else v for s, v in got}
     finally:
         engine.dispose()
     assert stored == {1: ["ord_a", "ord_b"], 2: None, 3: None}

@@ -1,6 +1,9 @@
 """The state the stop-check needs at a turn's end comes from the activity that ended the
 turn (issue 14: one local activity less per turn), and it is the state after that
-activity ran: a checkpoint the turn's one call created is asked about at once.
+activity ran: a checkpoint the turn's one call created is asked about at once. When the
+verdict waits for the person, that activity also writes the "waiting_user" status (one
+more local activity less), and if something arrived while it ran the workflow goes on
+from the status it wrote.
 
 A step with parallel calls has no single last call: the turn's end reads the state with
 the `turn_state` activity, as before. Every history here is replayed.
@@ -8,6 +11,7 @@ the `turn_state` activity, as before. Every history here is replayed.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +20,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from llm.standin.scripted import ScriptedProvider
-from llm.types import ModelResponse, TextBlock, ToolUseBlock, Usage
-from lomo.db.models import Card, Event
+from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from lomo.db.models import Card, Event, MessageRow
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
@@ -147,9 +151,64 @@ async def test_the_turns_running_status_is_written_by_its_first_step(
         await eventually(lambda: _statuses(st, tid, 3), within=60)
         # waiting (turn 1), then running and waiting (turn 2): the person sees the turn run
         assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
-        # ... with one status activity per turn: its end; its start rode on the step.
-        assert await _activity_runs(handle, "set_task_status") == 2
+        # ... with no status activity: the start rode on the turn's first step, the end on
+        # the step that ended the turn.
+        assert await _activity_runs(handle, "set_task_status") == 0
         await replay_and_maybe_record(temporal_client, handle.id, "turn_running_in_step")
+
+
+async def test_a_turn_ending_in_one_call_writes_its_waiting_status_in_the_call(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    note = {"name": "Sizes", "text": "A3 and A2"}
+    provider = ScriptedProvider([_calls_then_end(("create_document", note))], unscripted=UNSCRIPTED)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid, handle = await start_task(
+            temporal_client, st.db, task_queue, st.user_id, "Posters", kind="persistent"
+        )
+        await _waiting(handle)
+        await eventually(lambda: _statuses(st, tid, 1), within=60)
+        assert await _statuses(st, tid, 1) == ["waiting_user"]
+        assert await _activity_runs(handle, "set_task_status") == 0
+        await replay_and_maybe_record(temporal_client, handle.id, "turn_end_status_in_call")
+
+
+async def test_a_message_arriving_while_the_last_step_runs_starts_the_next_turn(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """The step that ends turn 1 decides "wait for the person" and writes it, but a message
+    arrives while it runs: the workflow's own verdict is the next turn, which must show
+    the person it runs again (the DB said "waiting_user") and read the message."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(request: ModelRequest) -> ModelResponse:
+        entered.set()
+        await release.wait()
+        return text("Which size?")
+
+    provider = ScriptedProvider([gated, text("A3 then.")], unscripted=UNSCRIPTED)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid, handle = await start_task(
+            temporal_client, st.db, task_queue, st.user_id, "Posters", kind="persistent"
+        )
+        await asyncio.wait_for(entered.wait(), 60)
+        mid = await add_message(st.db, st.user_id, tid, "A3")
+        await handle.execute_update("message", mid)
+        release.set()
+        await eventually(lambda: _statuses(st, tid, 3), within=60)
+        # Written by turn 1's step, by turn 2's first step and by turn 2's last step.
+        assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
+        state = await _waiting(handle)
+        assert state["turn"] == 2
+        async with st.db.session() as s:
+            seen = await s.scalar(select(MessageRow.processed_turn).where(MessageRow.id == mid))
+        assert seen == 2
+        assert await _activity_runs(handle, "set_task_status") == 0
+        await replay_and_maybe_record(temporal_client, handle.id, "turn_end_status_overtaken")
 
 
 async def _statuses(st: Stack, task_id: str, n: int) -> list[str] | None:

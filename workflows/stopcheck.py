@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workflows.types import TurnSnapshot, TurnState
+
 
 @dataclass
 class TurnFacts:
@@ -67,3 +69,49 @@ def stop_check(f: TurnFacts) -> Verdict:
     if f.idle_turns >= f.max_idle_turns:
         return Verdict("stop", f"limit: no meaningful progress in {f.idle_turns} turns")
     return Verdict("next_turn", "no progress yet; trying again")
+
+
+# The verdicts that park the task on the person: its status is "waiting_user".
+WAITS_FOR_PERSON = ("wait_cards", "wait_input")
+
+
+def idle_after(snap: TurnSnapshot, progress: bool) -> int:
+    """Idle turns after this one: only a model turn that neither progressed nor waited
+    counts; running a confirmed call again is the person's doing, not the model's."""
+    if progress:
+        return 0
+    return snap.idle_turns + 1 if snap.model_turn else snap.idle_turns
+
+
+def end_facts(
+    snap: TurnSnapshot,
+    state: TurnState,
+    *,
+    progress: bool,
+    steps_exhausted: bool = False,
+    new_order: str | None = None,
+    new_card: str | None = None,
+) -> TurnFacts:
+    """The facts of a turn's end, from the workflow's snapshot, the turn's state read from
+    the DB and what the last activity itself did. The workflow and the activity that ends
+    the turn both build them here, so both reach the same verdict on the same facts."""
+    progress = progress or snap.progress or state.progress
+    orders = snap.open_orders + (1 if new_order and new_order not in snap.known_orders else 0)
+    cards = {*snap.open_cards, *state.open_cards, *([new_card] if new_card else [])}
+    return TurnFacts(
+        kind=snap.kind,
+        stop_requested=snap.stop_requested,
+        paused=snap.paused,
+        steps_exhausted=steps_exhausted,
+        progress=progress,
+        idle_turns=idle_after(snap, progress),
+        max_idle_turns=snap.max_idle_turns,
+        checklist_total=state.checklist_total,
+        checklist_open=state.checklist_open,
+        blocked=state.blocked,
+        checkpoint_due=state.checkpoint_due,
+        open_orders=orders,
+        open_cards=len(cards - set(snap.answered)),
+        inbox=snap.inbox,
+        asked_person=snap.asked_person,
+    )

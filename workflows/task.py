@@ -19,7 +19,7 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from workflows.flow_types import FlowRunInput
-    from workflows.stopcheck import TurnFacts, stop_check
+    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
     from workflows.types import (
         CardRef,
         CheckpointInput,
@@ -100,13 +100,15 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 await self._set_status("running")
         self.turn += 1
         self._model_turn = True
-        self._end_state = None
+        self._end_state, self._written = None, ""
         self._progress, self._asked, self._exhausted = False, False, True
         for step in range(1, self.inp.max_steps_per_turn + 1):
             consumed = [e.message_id for e in self.inbox]
             decision: StepDecision = await workflow.execute_activity(
                 "model_step",
-                StepInput(self.inp.task_id, self.turn, step, consumed, running),
+                StepInput(
+                    self.inp.task_id, self.turn, step, consumed, running, self._snapshot(unseen=0)
+                ),
                 result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
@@ -120,12 +122,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 raise Stopped()  # the decision is stored; its calls never run
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
             self._end_state = decision.turn_state
+            self._written = decision.status_written
             # The one call of a step that ends the turn reads the turn's state after it ran
             # (with parallel calls no single one runs last: the state is read after them).
             ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            work = [self._call(cid, ends_with) for cid in call_ids]
+            work = [self._call(cid, ends_with, decision.asked_person) for cid in call_ids]
             if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
@@ -140,11 +143,12 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._asked = decision.asked_person
                 break
 
-    async def _call(self, call_id: str, ends_turn: int = 0) -> None:
+    async def _call(self, call_id: str, ends_turn: int = 0, asked: bool = False) -> None:
         assert self.inp is not None
+        end = self._snapshot(asked_person=asked) if ends_turn else None
         outcome: ToolOutcome = await workflow.execute_activity(
             "run_tool",
-            ToolInput(self.inp.task_id, call_id, ends_turn),
+            ToolInput(self.inp.task_id, call_id, ends_turn, end),
             result_type=ToolOutcome,
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),
@@ -158,6 +162,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             self.open_cards.setdefault(outcome.card_id, pending_call)
         if outcome.turn_state is not None:
             self._end_state = outcome.turn_state
+            self._written = outcome.status_written
         if outcome.flow_run:
             await self._start_flow_run(outcome.flow_run)
 
@@ -197,36 +202,25 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         else:
             state = await self._turn_state()
         self._end_state = None
+        # The status the turn's last activity wrote, if its verdict waited for the person.
+        # Read from the activity's recorded result: a history from before it replays the
+        # old way (no status written, the status activity runs).
+        written, self._written = self._written, ""
+        before = self.idle_turns
         progress = self._progress or state.progress
-        # Only a model turn that neither progressed nor waited counts as idling; running a
-        # confirmed call again is the person's doing, not the model's.
-        if progress:
-            self.idle_turns = 0
-        elif self._model_turn:
-            self.idle_turns += 1
         while True:
             for card_id in state.open_cards:
                 self.open_cards.setdefault(card_id, "")
-            facts = TurnFacts(
-                kind=self.kind,
-                stop_requested=self.stop_requested or self.archive_requested,
-                paused=self.pause_requested,
-                steps_exhausted=self._exhausted,
-                progress=progress,
-                idle_turns=self.idle_turns,
-                max_idle_turns=self.inp.max_turns_without_progress,
-                checklist_total=state.checklist_total,
-                checklist_open=state.checklist_open,
-                blocked=state.blocked,
-                checkpoint_due=state.checkpoint_due,
-                # A job that finished before the turn ended still has to be collected and
-                # shown: "open" until collected, not until its terminal signal.
-                open_orders=len(self._uncollected()),
-                open_cards=len(set(self.open_cards) - self.answered),
-                inbox=len(self.inbox),
-                asked_person=self._asked,
+            # Built as the activity built them (stopcheck.end_facts), from the state now.
+            facts = end_facts(
+                self._snapshot(before), state, progress=progress, steps_exhausted=self._exhausted
             )
+            self.idle_turns = facts.idle_turns
             verdict = stop_check(facts)
+            if written and verdict.action not in WAITS_FOR_PERSON:
+                # Something arrived while the activity ran (a message, a stop): the status
+                # it wrote is what the DB says, so the next change of it is written.
+                self.status, written = written, ""
             if verdict.action == "stop":
                 if facts.stop_requested:
                     raise Stopped()
@@ -261,10 +255,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self.open_cards.setdefault(card.card_id, "")
                 state.checkpoint_due = ""
                 continue
-            if verdict.action in ("wait_cards", "wait_input"):
+            if verdict.action in WAITS_FOR_PERSON:
                 # The main loop waits for the answer (or a message, stop, pause).
                 self.idle_turns = 0
-                await self._set_status("waiting_user", waiting=True)
+                if written == "waiting_user":
+                    self._upsert("waiting_user", waiting=True)  # the activity wrote it
+                else:
+                    await self._set_status("waiting_user", waiting=True)
                 return
             self.wake = True  # next_turn
             return
@@ -274,7 +271,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         Any other card: the answer is input for the model's next turn."""
         self._progress, self._asked, self._exhausted = False, False, False
         self._model_turn = False
-        self._end_state = None
+        self._end_state, self._written = None, ""
         rerun = []
         for card_id in sorted(self.answered & set(self.open_cards)):
             call_id = self.open_cards.pop(card_id)

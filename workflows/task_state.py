@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         InboxEntry,
         StatusInput,
         TaskInput,
+        TurnSnapshot,
         TurnState,
     )
 
@@ -66,6 +67,7 @@ class TaskState:
         self._progress = self._asked = self._exhausted = False
         # The turn's state as read by the activity that ended it (see TURN_STATE_PATCH).
         self._end_state: TurnState | None = None
+        self._written = ""  # the status that activity wrote for the turn's end
         self.wake = False
         self.stop_requested = False
         self.archive_requested = False
@@ -201,6 +203,30 @@ class TaskState:
             answered_cards=sorted(self.answered & set(self.open_cards)),
             idle_turns=self.idle_turns,
             stop_reason=self.stop_reason,
+        )
+
+    def _snapshot(
+        self, idle_turns: int | None = None, asked_person: bool | None = None, unseen: int = -1
+    ) -> TurnSnapshot:
+        """The workflow's half of the stop-check's facts (see stopcheck.end_facts)."""
+        assert self.inp is not None
+        return TurnSnapshot(
+            kind=self.kind,
+            stop_requested=self.stop_requested or self.archive_requested,
+            paused=self.pause_requested,
+            progress=self._progress,
+            model_turn=self._model_turn,
+            idle_turns=self.idle_turns if idle_turns is None else idle_turns,
+            max_idle_turns=self.inp.max_turns_without_progress,
+            # A job that finished before the turn ended still has to be collected and
+            # shown: "open" until collected, not until its terminal signal.
+            open_orders=len(self._uncollected()),
+            known_orders=list(self.waiting),
+            open_cards=list(self.open_cards),
+            answered=sorted(self.answered),
+            # A model step about to read the inbox passes 0: what it reads is not unseen.
+            inbox=len(self.inbox) if unseen < 0 else unseen,
+            asked_person=self._asked if asked_person is None else asked_person,
         )
 
     def _uncollected(self) -> list[str]:

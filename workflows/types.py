@@ -74,6 +74,9 @@ class StepInput:
     # The turn's "running" status, written by the step before anything else: no separate
     # status activity at the start of every turn.
     status: StatusInput | None = None
+    # The workflow's facts for the stop-check, should this step end the turn without a
+    # call: the step then writes a "waiting_user" verdict's status itself.
+    end: TurnSnapshot | None = None
 
 
 @dataclass
@@ -91,6 +94,7 @@ class StepDecision:
     # Set when the step ends the turn without a call: the state the stop-check needs, read
     # by this activity, so the turn's end costs no separate `turn_state` activity.
     turn_state: TurnState | None = None
+    status_written: str = ""  # the status this activity wrote for the turn's end, if any
 
 
 @dataclass
@@ -105,6 +109,7 @@ class ToolInput:
     call_id: str
     # The turn this call ends: the outcome then carries that turn's state (0: not asked).
     turn_state_for: int = 0
+    end: TurnSnapshot | None = None  # as in StepInput, for the call that ends the turn
 
 
 @dataclass
@@ -115,6 +120,7 @@ class ToolOutcome:
     card_id: str | None = None  # set when the tool needs the person's answer first
     flow_run: str | None = None  # a flow run the task starts (child workflow, abandoned)
     turn_state: TurnState | None = None  # read after the call when `turn_state_for` asked
+    status_written: str = ""  # as in StepDecision
 
 
 @dataclass
@@ -133,6 +139,28 @@ class TurnState:
     checkpoint_due: str = ""  # id of the step that needs the person's confirmation
     progress: bool = False  # a step became done during this turn
     open_cards: list[str] = field(default_factory=list)  # the task's open cards in the DB
+
+
+@dataclass
+class TurnSnapshot:
+    """The workflow's half of the stop-check's facts, taken when it schedules the activity
+    that may end the turn. That activity adds the turn's state and its own outcome
+    (`stopcheck.end_facts`), and when the verdict waits for the person it writes that
+    status itself: the turn's end then needs no status activity after it (issue 14)."""
+
+    kind: str
+    stop_requested: bool
+    paused: bool
+    progress: bool  # the turn's calls so far
+    model_turn: bool
+    idle_turns: int  # before this turn
+    max_idle_turns: int
+    open_orders: int  # uncollected
+    known_orders: list[str]  # every order the workflow tracks: a repeat is not a new one
+    open_cards: list[str]
+    answered: list[str]
+    inbox: int
+    asked_person: bool
 
 
 @dataclass
