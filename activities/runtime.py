@@ -64,15 +64,15 @@ class RuntimeActivities:
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
-        if inp.status is not None:  # the turn's status first (repeating it changes nothing)
-            await self.set_task_status(inp.status)
+        if inp.status is not None:  # the turn's status first, unless this step is stored
+            await self.set_task_status(replace(inp.status, only_before_turn=inp.turn))
         decision = await self._model_step(inp)
         if decision.end_turn and not decision.calls:
             decision.turn_state = await self._turn_state(inp.task_id, inp.turn)
             if inp.end is not None:
                 snap = replace(inp.end, asked_person=decision.asked_person)
                 decision.status_written = await self._end_status(
-                    inp.task_id, snap, decision.turn_state, progress=False
+                    inp.task_id, inp.turn, snap, decision.turn_state, progress=False
                 )
         return decision
 
@@ -176,6 +176,7 @@ class RuntimeActivities:
             if inp.end is not None:
                 outcome.status_written = await self._end_status(
                     inp.task_id,
+                    inp.turn_state_for,
                     inp.end,
                     outcome.turn_state,
                     progress=outcome.made_progress,
@@ -260,14 +261,16 @@ class RuntimeActivities:
             }
             if inp.kind:
                 values["kind"] = inp.kind
+            where = [
+                Task.id == inp.task_id,
+                or_(Task.status != inp.status, Task.status_reason != inp.reason),
+            ]
+            if inp.only_before_turn:
+                where.append(Task.turn < inp.only_before_turn)
+            if inp.only_at_turn:
+                where.append(Task.turn == inp.only_at_turn)
             user_id = await s.scalar(
-                update(Task)
-                .where(
-                    Task.id == inp.task_id,
-                    or_(Task.status != inp.status, Task.status_reason != inp.reason),
-                )
-                .values(**values)
-                .returning(Task.user_id)
+                update(Task).where(*where).values(**values).returning(Task.user_id)
             )
             if user_id is None:
                 task = await s.get(Task, inp.task_id, with_for_update=True)
@@ -293,6 +296,7 @@ class RuntimeActivities:
     async def _end_status(
         self,
         task_id: str,
+        turn: int,
         snap: TurnSnapshot,
         state: TurnState,
         *,
@@ -307,7 +311,9 @@ class RuntimeActivities:
         facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
         if stop_check(facts).action not in WAITS_FOR_PERSON:
             return ""
-        await self.set_task_status(StatusInput(task_id, "waiting_user", "", snap.kind))
+        # No kind: a promotion the api or routing wrote meanwhile is not undone (the workflow
+        # writes its kind itself if it changed since the snapshot).
+        await self.set_task_status(StatusInput(task_id, "waiting_user", only_at_turn=turn))
         return "waiting_user"
 
     @activity.defn(name="turn_state")

@@ -23,6 +23,11 @@ async def append_event(
     session: AsyncSession, user_id: str, type_: str, data: dict[str, Any]
 ) -> int:
     """Append in the caller's transaction; the counter row lock serializes writers per user."""
+    if session.new or session.dirty or session.deleted:
+        # The caller's pending changes first, as the session's own execute would flush them:
+        # row locks are then taken in the caller's order (a task's row, then the counter's),
+        # the order every writer keeps.
+        await session.flush()
     conn = await session.connection()
     at = utcnow()
     if conn.dialect.name == "postgresql":

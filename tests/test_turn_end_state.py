@@ -15,16 +15,21 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+import httpx
+from sqlalchemy import select, update
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import ActivityEnvironment
 
+from activities.registry import build_activities
 from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from lomo.db.models import Card, Event, MessageRow
+from lomo.db.models import Card, Event, MessageRow, Task
+from lomo.ids import new_id
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
+from workflows.types import StatusInput, StepInput, TurnSnapshot
 
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
 PLAN = {"add": [{"title": "Pick one", "requires_confirmation": True}]}
@@ -216,3 +221,72 @@ async def _statuses(st: Stack, task_id: str, n: int) -> list[str] | None:
         rows = await s.scalars(select(Event).where(Event.type == "task.status").order_by(Event.seq))
         got = [e.data["status"] for e in rows if e.data.get("task_id") == task_id]
     return got if len(got) >= n else None
+
+
+async def test_a_promotion_during_the_ending_step_keeps_the_persistent_kind(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """The person promotes a lightweight task while its last step runs: the status that
+    step writes does not take the kind back, and the workflow writes the new kind."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(request: ModelRequest) -> ModelResponse:
+        entered.set()
+        await release.wait()
+        return text("Which size?")
+
+    provider = ScriptedProvider([gated], unscripted=UNSCRIPTED)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid, handle = await start_task(temporal_client, st.db, task_queue, st.user_id, "Sizes?")
+        await asyncio.wait_for(entered.wait(), 60)
+        r = await st.api.post(f"/v1/tasks/{tid}/promote", headers=st.auth)
+        assert r.status_code == 200, r.text
+        release.set()
+        state = await _waiting(handle)
+        assert state["kind"] == "persistent"
+        task = (await st.api.get(f"/v1/tasks/{tid}", headers=st.auth)).json()
+        assert (task["kind"], task["status"]) == ("persistent", "waiting_user")
+        # The kind changed after the snapshot: the workflow wrote the status with it.
+        assert await _activity_runs(handle, "set_task_status") == 1
+        await replay_and_maybe_record(temporal_client, handle.id, "turn_end_promoted")
+
+
+async def test_a_retried_step_or_a_stale_attempt_writes_no_status(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """A model step retried after it stored its decision does not write its turn's
+    "running" again (the log would flicker), and an ending activity's attempt that outlived
+    its turn does not write "waiting_user" over the next one."""
+    provider = ScriptedProvider([text("Which size?")] * 2, unscripted=UNSCRIPTED)
+    async with (
+        running_stack(
+            tmp_path, db_url, temporal_server, temporal_client, task_queue, in_process_worker=False
+        ) as st,
+        httpx.AsyncClient() as http,
+    ):
+        acts = {
+            getattr(a, "__name__", ""): a
+            for a in build_activities(st.settings, st.db, http, provider)
+        }
+        tid = new_id("tsk")
+        async with st.db.session() as s:
+            s.add(Task(id=tid, user_id=st.user_id, kind="persistent", status="waiting_user"))
+        mid = await add_message(st.db, st.user_id, tid, "A3")
+        snap = TurnSnapshot("persistent", False, False, False, True, 0, 2, 0, [], [], [], 0, False)
+        running = StatusInput(tid, "running", "", "persistent")
+        step = StepInput(tid, 1, 1, [mid], running, snap)
+        env = ActivityEnvironment()
+        first = await env.run(acts["model_step"], step)
+        assert first.status_written == "waiting_user"
+        again = await env.run(acts["model_step"], step)  # the retry of a stored step
+        assert again.status_written == "waiting_user"
+        assert await _statuses(st, tid, 1) == ["running", "waiting_user"]
+        # Turn 2 runs; an attempt of turn 1's ending activity wakes up late.
+        await env.run(acts["set_task_status"], StatusInput(tid, "running", only_before_turn=2))
+        async with st.db.session() as s:
+            await s.execute(update(Task).where(Task.id == tid).values(turn=2))
+        await env.run(acts["set_task_status"], StatusInput(tid, "waiting_user", only_at_turn=1))
+        got = await _statuses(st, tid, 1)
+        assert got == ["running", "waiting_user", "running"]

@@ -107,7 +107,12 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             decision: StepDecision = await workflow.execute_activity(
                 "model_step",
                 StepInput(
-                    self.inp.task_id, self.turn, step, consumed, running, self._snapshot(unseen=0)
+                    self.inp.task_id,
+                    self.turn,
+                    step,
+                    consumed,
+                    running,
+                    self._end_snapshot(unseen=0),
                 ),
                 result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,
@@ -145,7 +150,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     async def _call(self, call_id: str, ends_turn: int = 0, asked: bool = False) -> None:
         assert self.inp is not None
-        end = self._snapshot(asked_person=asked) if ends_turn else None
+        end = self._end_snapshot(asked_person=asked) if ends_turn else None
         outcome: ToolOutcome = await workflow.execute_activity(
             "run_tool",
             ToolInput(self.inp.task_id, call_id, ends_turn, end),
@@ -258,7 +263,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             if verdict.action in WAITS_FOR_PERSON:
                 # The main loop waits for the answer (or a message, stop, pause).
                 self.idle_turns = 0
-                if written == "waiting_user":
+                if written == "waiting_user" and self._end_kind == self.kind:
                     self._upsert("waiting_user", waiting=True)  # the activity wrote it
                 else:
                     await self._set_status("waiting_user", waiting=True)

@@ -68,6 +68,7 @@ class TaskState:
         # The turn's state as read by the activity that ended it (see TURN_STATE_PATCH).
         self._end_state: TurnState | None = None
         self._written = ""  # the status that activity wrote for the turn's end
+        self._end_kind = ""  # the kind in the snapshot that activity was given
         self.wake = False
         self.stop_requested = False
         self.archive_requested = False
@@ -228,6 +229,12 @@ class TaskState:
             inbox=len(self.inbox) if unseen < 0 else unseen,
             asked_person=self._asked if asked_person is None else asked_person,
         )
+
+    def _end_snapshot(self, **kw: Any) -> TurnSnapshot:
+        """The snapshot for an activity that may end the turn (and write its status)."""
+        snap = self._snapshot(**kw)
+        self._end_kind = snap.kind
+        return snap
 
     def _uncollected(self) -> list[str]:
         return [o for o in self.waiting if o not in self.collected]

@@ -202,6 +202,12 @@ class StatusInput:
     status: str
     reason: str = ""
     kind: str = ""  # set on promotion
+    # Guards for the statuses activities write beside their work, on the task's stored turn
+    # (written with each stored step): a retried step that already stored its decision
+    # does not write its turn's "running" again, and a stale attempt of a turn's last
+    # activity does not write "waiting_user" over a later turn.
+    only_before_turn: int = 0
+    only_at_turn: int = 0
 
 
 @dataclass
