@@ -29,11 +29,16 @@ class Killed(BaseException):
     """The worker process dying (os._exit): nothing after it runs, nothing catches it."""
 
 
+# Short, so the tests wait past it quickly; not shorter: under the full suite's load on two
+# cores a 0.5 s timeout expired on the first, normal POST to the simulator (CI, session 7).
+SUBMIT_TIMEOUT = 1.5
+
+
 @pytest.fixture
 async def money(tmp_path: Path, db_url: str, temporal_server: str) -> AsyncIterator[Money]:
     # A short submit timeout: without the resend, the refund rule fails the order fast.
     async with money_env(
-        tmp_path, db_url, temporal_server, generation_submit_timeout_seconds=0.5
+        tmp_path, db_url, temporal_server, generation_submit_timeout_seconds=SUBMIT_TIMEOUT
     ) as m:
         assert m.settings.generation_upstream_idempotent  # the default
         yield m
@@ -80,7 +85,7 @@ async def test_killed_after_the_post_two_racing_retries_adopt_the_one_job(
     money: Money, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx = await _killed_after_the_post(money, monkeypatch)
-    await asyncio.sleep(0.6)  # past the submit timeout: the refund rule would fail it now
+    await asyncio.sleep(SUBMIT_TIMEOUT + 0.1)  # past it: the refund rule would fail it now
     # The old worker's attempt and the new worker's, at once, each on its own connections.
     dbs = [Database(money.settings.resolved_database_url) for _ in range(2)]
     try:
@@ -102,7 +107,7 @@ async def test_killed_after_the_post_the_compensating_poll_adopts_the_job(
     """The poll, too, asks the upstream with the key instead of failing the order by time
     (an order it waits on whose id is missing: a retry that lost a race to a stale one)."""
     await _killed_after_the_post(money, monkeypatch)
-    await asyncio.sleep(0.6)  # past the submit timeout
+    await asyncio.sleep(SUBMIT_TIMEOUT + 0.1)  # past the submit timeout
     async with money.db.session() as s:
         o = await s.scalar(select(GenerationOrder))
         assert o is not None
@@ -115,7 +120,7 @@ async def test_killed_after_the_post_the_compensating_poll_adopts_the_job(
 async def test_submit_timeout_is_sent_again_with_the_key_and_the_job_adopted(
     money: Money,
 ) -> None:
-    # The vendor creates the job, then answers too late (after our 0.5 s timeout).
+    # The vendor creates the job, then answers too late (after our SUBMIT_TIMEOUT).
     await money.sim.post(
         "/sim/faults", json={"submit_timeout_after_create": True, "submit_timeout_seconds": 3}
     )

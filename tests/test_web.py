@@ -109,8 +109,12 @@ def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[s
         w.screenshot("routed")
         img = page.locator(".task-detail .artifact img")
         expect(img).to_be_visible(timeout=120_000)
-        assert (
-            page.evaluate("document.querySelector('.task-detail .artifact img').naturalWidth") > 0
+        # Loaded, as pixels: asked of whichever element is there (the detail re-renders on
+        # each event, so the element seen visible above may be replaced meanwhile).
+        page.wait_for_function(
+            "() => { const i = document.querySelector('.task-detail .artifact img');"
+            " return !!i && i.complete && i.naturalWidth > 0; }",
+            timeout=60_000,
         )
         expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
             "data-status", "completed", timeout=60_000
