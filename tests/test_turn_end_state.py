@@ -41,6 +41,19 @@ def _calls_then_end(*calls: tuple[str, dict[str, Any]]) -> ModelResponse:
     return ModelResponse([TextBlock("On it."), *uses], "end_turn", Usage(10, 5))
 
 
+class _Gate:
+    """A model answer held until the test releases it: the turn's last step is running."""
+
+    def __init__(self, reply: ModelResponse) -> None:
+        self.reply = reply
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+
+    async def answer(self, request: ModelRequest) -> ModelResponse:
+        self.entered.set()
+        await self.release.wait()
+        return self.reply
+
+
 async def _activity_runs(handle: WorkflowHandle[Any, Any], name: str) -> int:
     """How often the workflow ran activity `name` (a local one leaves a marker naming it)."""
     n = 0
@@ -186,24 +199,18 @@ async def test_a_message_arriving_while_the_last_step_runs_starts_the_next_turn(
     """The step that ends turn 1 decides "wait for the person" and writes it, but a message
     arrives while it runs: the workflow's own verdict is the next turn, which must show
     the person it runs again (the DB said "waiting_user") and read the message."""
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def gated(request: ModelRequest) -> ModelResponse:
-        entered.set()
-        await release.wait()
-        return text("Which size?")
-
-    provider = ScriptedProvider([gated, text("A3 then.")], unscripted=UNSCRIPTED)
+    gate = _Gate(text("Which size?"))
+    provider = ScriptedProvider([gate.answer, text("A3 then.")], unscripted=UNSCRIPTED)
     async with running_stack(
         tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
     ) as st:
         tid, handle = await start_task(
             temporal_client, st.db, task_queue, st.user_id, "Posters", kind="persistent"
         )
-        await asyncio.wait_for(entered.wait(), 60)
+        await asyncio.wait_for(gate.entered.wait(), 60)
         mid = await add_message(st.db, st.user_id, tid, "A3")
         await handle.execute_update("message", mid)
-        release.set()
+        gate.release.set()
         await eventually(lambda: _statuses(st, tid, 3), within=60)
         # Written by turn 1's step, by turn 2's first step and by turn 2's last step.
         assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
@@ -228,22 +235,16 @@ async def test_a_promotion_during_the_ending_step_keeps_the_persistent_kind(
 ) -> None:
     """The person promotes a lightweight task while its last step runs: the status that
     step writes does not take the kind back, and the workflow writes the new kind."""
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def gated(request: ModelRequest) -> ModelResponse:
-        entered.set()
-        await release.wait()
-        return text("Which size?")
-
-    provider = ScriptedProvider([gated], unscripted=UNSCRIPTED)
+    gate = _Gate(text("Which size?"))
+    provider = ScriptedProvider([gate.answer], unscripted=UNSCRIPTED)
     async with running_stack(
         tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
     ) as st:
         tid, handle = await start_task(temporal_client, st.db, task_queue, st.user_id, "Sizes?")
-        await asyncio.wait_for(entered.wait(), 60)
+        await asyncio.wait_for(gate.entered.wait(), 60)
         r = await st.api.post(f"/v1/tasks/{tid}/promote", headers=st.auth)
         assert r.status_code == 200, r.text
-        release.set()
+        gate.release.set()
         state = await _waiting(handle)
         assert state["kind"] == "persistent"
         task = (await st.api.get(f"/v1/tasks/{tid}", headers=st.auth)).json()

@@ -133,7 +133,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            work = [self._call(cid, ends_with, decision.asked_person) for cid in call_ids]
+            work = [self._call(cid, ends_with) for cid in call_ids]
             if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
@@ -148,9 +148,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._asked = decision.asked_person
                 break
 
-    async def _call(self, call_id: str, ends_turn: int = 0, asked: bool = False) -> None:
+    async def _call(self, call_id: str, ends_turn: int = 0) -> None:
         assert self.inp is not None
-        end = self._end_snapshot(asked_person=asked) if ends_turn else None
+        end = self._end_snapshot() if ends_turn else None
         outcome: ToolOutcome = await workflow.execute_activity(
             "run_tool",
             ToolInput(self.inp.task_id, call_id, ends_turn, end),

@@ -206,9 +206,7 @@ class TaskState:
             stop_reason=self.stop_reason,
         )
 
-    def _snapshot(
-        self, idle_turns: int | None = None, asked_person: bool | None = None, unseen: int = -1
-    ) -> TurnSnapshot:
+    def _snapshot(self, idle_turns: int | None = None, unseen: int = -1) -> TurnSnapshot:
         """The workflow's half of the stop-check's facts (see stopcheck.end_facts)."""
         assert self.inp is not None
         return TurnSnapshot(
@@ -227,7 +225,8 @@ class TaskState:
             answered=sorted(self.answered),
             # A model step about to read the inbox passes 0: what it reads is not unseen.
             inbox=len(self.inbox) if unseen < 0 else unseen,
-            asked_person=self._asked if asked_person is None else asked_person,
+            # A step with calls never asked the person; the model step sets its own (runtime.py).
+            asked_person=self._asked,
         )
 
     def _end_snapshot(self, **kw: Any) -> TurnSnapshot:
