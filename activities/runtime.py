@@ -66,15 +66,19 @@ class RuntimeActivities:
     async def model_step(self, inp: StepInput) -> StepDecision:
         if inp.status is not None:  # the turn's status first, unless this step is stored
             await self.set_task_status(replace(inp.status, only_before_turn=inp.turn))
-        decision = await self._model_step(inp)
-        if decision.end_turn and not decision.calls:
-            decision.turn_state = await self._turn_state(inp.task_id, inp.turn)
-            if inp.end is not None:
-                snap = replace(inp.end, asked_person=decision.asked_person)
-                decision.status_written = await self._end_status(
-                    inp.task_id, inp.turn, snap, decision.turn_state, progress=False
-                )
-        return decision
+        return await self._model_step(inp)
+
+    async def _end_of_step(self, s: AsyncSession, inp: StepInput, decision: StepDecision) -> None:
+        """A step that ends the turn without a call reads the turn's state, and writes the
+        status of a verdict that waits for the person, in the transaction that stores it."""
+        if not decision.end_turn or decision.calls:
+            return
+        decision.turn_state = await _read_turn_state(s, inp.task_id, inp.turn)
+        if inp.end is not None:
+            snap = replace(inp.end, asked_person=decision.asked_person)
+            decision.status_written = await _end_status(
+                s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False
+            )
 
     async def _model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
@@ -87,7 +91,9 @@ class RuntimeActivities:
             )
             if done is not None:  # the decision is persisted: never ask the model twice
                 n = await _steps_upto(s, inp.task_id, done.id)
-                return _decision(ModelResponse.from_dict(done.response), self.policy.closing(n))
+                decision = _decision(ModelResponse.from_dict(done.response), self.policy.closing(n))
+                await self._end_of_step(s, inp, decision)
+                return decision
             task = await s.get(Task, inp.task_id)
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
@@ -141,20 +147,21 @@ class RuntimeActivities:
                 update(Task).where(Task.id == inp.task_id).values(turn=inp.turn, updated_at=now())
             )
             if resp.tool_uses:
+                # Parameters as a list (executemany), not a multi-row VALUES: that one has no
+                # cache key, so SQLAlchemy compiled it again on every step.
                 await s.execute(
-                    insert(ToolCall).values(
-                        [
-                            {
-                                "call_id": f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
-                                "task_id": inp.task_id,
-                                "tool_use_id": use.id,
-                                "name": use.name,
-                                "input": use.input,
-                                "status": "planned",
-                            }
-                            for i, use in enumerate(resp.tool_uses)
-                        ]
-                    )
+                    insert(ToolCall),
+                    [
+                        {
+                            "call_id": f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
+                            "task_id": inp.task_id,
+                            "tool_use_id": use.id,
+                            "name": use.name,
+                            "input": use.input,
+                            "status": "planned",
+                        }
+                        for i, use in enumerate(resp.tool_uses)
+                    ],
                 )
             if resp.text:
                 await append_event(
@@ -162,28 +169,35 @@ class RuntimeActivities:
                 )
             # Which memory versions this output drew on: forgetting one excludes it later.
             await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
+            # The steps before this one plus this one: (task, turn, step) is unique, so a
+            # concurrent attempt's insert fails this transaction instead of adding a step.
+            decision = _decision(resp, self.policy.closing(built.steps_before + 1))
+            await self._end_of_step(s, inp, decision)
         MODEL_STEPS.inc()
-        # The steps before this one plus this one: (task, turn, step) is unique, so a
-        # concurrent attempt's insert fails this transaction instead of adding a step.
-        return _decision(resp, self.policy.closing(built.steps_before + 1))
+        return decision
 
     # --- tools ----------------------------------------------------------------------
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolInput) -> ToolOutcome:
-        outcome = await self._run_tool(inp)
-        if inp.turn_state_for:
-            outcome.turn_state = await self._turn_state(inp.task_id, inp.turn_state_for)
-            if inp.end is not None:
-                outcome.status_written = await self._end_status(
-                    inp.task_id,
-                    inp.turn_state_for,
-                    inp.end,
-                    outcome.turn_state,
-                    progress=outcome.made_progress,
-                    new_order=outcome.order_id,
-                    new_card=outcome.card_id,
-                )
-        return outcome
+        return await self._run_tool(inp)
+
+    async def _after_call(self, s: AsyncSession, inp: ToolInput, outcome: ToolOutcome) -> None:
+        """The turn's last call reads the turn's state (and writes the status of a verdict
+        that waits for the person) in the transaction that stores its result."""
+        if not inp.turn_state_for:
+            return
+        outcome.turn_state = await _read_turn_state(s, inp.task_id, inp.turn_state_for)
+        if inp.end is not None:
+            outcome.status_written = await _end_status(
+                s,
+                inp.task_id,
+                inp.turn_state_for,
+                inp.end,
+                outcome.turn_state,
+                progress=outcome.made_progress,
+                new_order=outcome.order_id,
+                new_card=outcome.card_id,
+            )
 
     async def _run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
@@ -192,7 +206,9 @@ class RuntimeActivities:
             if call is None:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
             if call.result is not None and call.status in FINAL_CALL:
-                return _outcome(call.status, call.result)  # same answer, no second effect
+                done = _outcome(call.status, call.result)  # same answer, no second effect
+                await self._after_call(s, inp, done)
+                return done
             task = await s.get(Task, inp.task_id)
             assert task is not None
             tool = self.tools.get(call.name)
@@ -226,7 +242,9 @@ class RuntimeActivities:
             call = await s.get(ToolCall, inp.call_id, with_for_update=True)
             assert call is not None
             if call.result is not None and call.status in FINAL_CALL:
-                return _outcome(call.status, call.result)  # a concurrent attempt was first
+                first = _outcome(call.status, call.result)  # a concurrent attempt was first
+                await self._after_call(s, inp, first)
+                return first
             record = dict(res.result)
             for key in ("order_id", "card_id"):
                 if getattr(res, key):
@@ -246,100 +264,21 @@ class RuntimeActivities:
                     self.deps.settings.tool_output_inline_chars,
                 )
             call.status, call.result, call.updated_at = res.status, record, now()
+            outcome = _outcome(res.status, record)
+            await s.flush()  # the result before the turn's state is read beside it
+            await self._after_call(s, inp, outcome)
         TOOL_CALLS.labels(name, res.status).inc()
-        return _outcome(res.status, record)
+        return outcome
 
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
         async with self.db.session() as s:
-            # A status change is one conditional UPDATE (it runs twice per turn): the row
-            # is read only when nothing changed, to tell "unchanged" from "no such task".
-            values: dict[str, Any] = {
-                "status": inp.status,
-                "status_reason": inp.reason,
-                "updated_at": now(),
-            }
-            if inp.kind:
-                values["kind"] = inp.kind
-            where = [
-                Task.id == inp.task_id,
-                or_(Task.status != inp.status, Task.status_reason != inp.reason),
-            ]
-            if inp.only_before_turn:
-                where.append(Task.turn < inp.only_before_turn)
-            if inp.only_at_turn:
-                where.append(Task.turn == inp.only_at_turn)
-            user_id = await s.scalar(
-                update(Task).where(*where).values(**values).returning(Task.user_id)
-            )
-            if user_id is None:
-                task = await s.get(Task, inp.task_id, with_for_update=True)
-                if task is None:
-                    raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-                if inp.kind and task.kind != inp.kind:
-                    task.kind = inp.kind
-                return
-            if inp.status in TERMINAL_TASK_STATUSES:
-                # What can be cancelled is: open questions to the person expire.
-                await s.execute(
-                    update(Card)
-                    .where(Card.task_id == inp.task_id, Card.status == "open")
-                    .values(status="expired")
-                )
-            await append_event(
-                s,
-                user_id,
-                "task.status",
-                {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
-            )
-
-    async def _end_status(
-        self,
-        task_id: str,
-        turn: int,
-        snap: TurnSnapshot,
-        state: TurnState,
-        *,
-        progress: bool,
-        new_order: str | None = None,
-        new_card: str | None = None,
-    ) -> str:
-        """The activity that ended the turn writes the status of a verdict that waits for
-        the person: the person sees it one local activity earlier. The workflow reaches the
-        same verdict on the same facts; if something arrived meanwhile (a message, a stop)
-        it goes on from the status written here."""
-        facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
-        if stop_check(facts).action not in WAITS_FOR_PERSON:
-            return ""
-        # No kind: a promotion the api or routing wrote meanwhile is not undone (the workflow
-        # writes its kind itself if it changed since the snapshot).
-        await self.set_task_status(StatusInput(task_id, "waiting_user", only_at_turn=turn))
-        return "waiting_user"
+            await write_status(s, inp)
 
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:
-        return await self._turn_state(inp.task_id, inp.turn)
-
-    async def _turn_state(self, task_id: str, turn: int) -> TurnState:
-        """The checklist summary the stop-check needs, read from the DB."""
         async with self.db.session() as s:
-            items = await load_items(s, task_id)
-            cards = list(await s.scalars(select(Card).where(Card.task_id == task_id)))
-        open_cards = sorted(c.id for c in cards if c.status == "open")
-        decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
-        state = TurnState(
-            checklist_total=len(items),
-            checklist_open=sum(i.status not in CLOSED for i in items),
-            blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
-            progress=any(i.done_turn == turn for i in items),
-            open_cards=open_cards,
-        )
-        # The current step is the first one not closed; it is a checkpoint when it needs
-        # the person and no card asks about it yet.
-        current = next((i for i in items if i.status not in CLOSED), None)
-        if current and current.requires_confirmation and current.id not in decided:
-            state.checkpoint_due = current.id
-        return state
+            return await _read_turn_state(s, inp.task_id, inp.turn)
 
     @activity.defn(name="create_checkpoint_card")
     async def create_checkpoint_card(self, inp: CheckpointInput) -> CardRef:
@@ -418,3 +357,89 @@ def _decision(resp: ModelResponse, segment_closed: int = -1) -> StepDecision:
     return StepDecision(
         calls=calls, end_turn=end, asked_person=asked, segment_closed=segment_closed
     )
+
+
+async def write_status(s: AsyncSession, inp: StatusInput) -> None:
+    """A status change is one conditional UPDATE (it runs twice per turn): the row is read
+    only when nothing changed, to tell "unchanged" from "no such task"."""
+    values: dict[str, Any] = {
+        "status": inp.status,
+        "status_reason": inp.reason,
+        "updated_at": now(),
+    }
+    if inp.kind:
+        values["kind"] = inp.kind
+    where = [
+        Task.id == inp.task_id,
+        or_(Task.status != inp.status, Task.status_reason != inp.reason),
+    ]
+    if inp.only_before_turn:
+        where.append(Task.turn < inp.only_before_turn)
+    if inp.only_at_turn:
+        where.append(Task.turn == inp.only_at_turn)
+    user_id = await s.scalar(update(Task).where(*where).values(**values).returning(Task.user_id))
+    if user_id is None:
+        task = await s.get(Task, inp.task_id, with_for_update=True)
+        if task is None:
+            raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
+        if inp.kind and task.kind != inp.kind:
+            task.kind = inp.kind
+        return
+    if inp.status in TERMINAL_TASK_STATUSES:
+        # What can be cancelled is: open questions to the person expire.
+        await s.execute(
+            update(Card)
+            .where(Card.task_id == inp.task_id, Card.status == "open")
+            .values(status="expired")
+        )
+    await append_event(
+        s,
+        user_id,
+        "task.status",
+        {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
+    )
+
+
+async def _end_status(
+    s: AsyncSession,
+    task_id: str,
+    turn: int,
+    snap: TurnSnapshot,
+    state: TurnState,
+    *,
+    progress: bool,
+    new_order: str | None = None,
+    new_card: str | None = None,
+) -> str:
+    """The activity that ended the turn writes the status of a verdict that waits for the
+    person: the person sees it one local activity earlier. The workflow reaches the same
+    verdict on the same facts; if something arrived meanwhile (a message, a stop) it goes
+    on from the status written here."""
+    facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
+    if stop_check(facts).action not in WAITS_FOR_PERSON:
+        return ""
+    # No kind: a promotion the api or routing wrote meanwhile is not undone (the workflow
+    # writes its kind itself if it changed since the snapshot).
+    await write_status(s, StatusInput(task_id, "waiting_user", only_at_turn=turn))
+    return "waiting_user"
+
+
+async def _read_turn_state(s: AsyncSession, task_id: str, turn: int) -> TurnState:
+    """The checklist summary the stop-check needs, read from the DB."""
+    items = await load_items(s, task_id)
+    cards = list(await s.scalars(select(Card).where(Card.task_id == task_id)))
+    open_cards = sorted(c.id for c in cards if c.status == "open")
+    decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
+    state = TurnState(
+        checklist_total=len(items),
+        checklist_open=sum(i.status not in CLOSED for i in items),
+        blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
+        progress=any(i.done_turn == turn for i in items),
+        open_cards=open_cards,
+    )
+    # The current step is the first one not closed; it is a checkpoint when it needs the
+    # person and no card asks about it yet.
+    current = next((i for i in items if i.status not in CLOSED), None)
+    if current and current.requires_confirmation and current.id not in decided:
+        state.checkpoint_due = current.id
+    return state
