@@ -27,7 +27,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.context_prefix import compare_prefix, profile_layout
@@ -66,6 +66,7 @@ from llm.types import (
     ToolUseBlock,
 )
 from lomo.db.context import ContextSegment
+from lomo.db.hot import HotQuery
 from lomo.db.models import ModelStep, Task
 
 SYSTEM_RULES = (
@@ -75,6 +76,11 @@ SYSTEM_RULES = (
     "the checklist current; a step is done only with evidence. Lines starting with "
     "[runtime] come from the platform, not from the person."
 )
+
+
+# The last step's prefix record, by its id (ordering the task's steps by id and taking the
+# first made Postgres parse every step's stored context before sorting).
+_PREFIX = HotQuery(select(ModelStep.context["prefix"]).where(ModelStep.id == bindparam("id")))
 
 
 def estimate_tokens(text: str) -> int:
@@ -118,15 +124,8 @@ async def build_context(
     policy = policy or ContextPolicy()
     # Plain rows, no ORM objects (context_rows.py); bodies only for the steps shown in full.
     all_steps = await load_steps(session, task.id)
-    # The last step's prefix record: by its id (ordering the task's steps by id and taking
-    # the first made Postgres parse every step's stored context before sorting).
-    prev = (
-        await session.scalar(
-            select(ModelStep.context["prefix"]).where(ModelStep.id == all_steps[-1].id)
-        )
-        if all_steps
-        else None
-    )
+    got = await _PREFIX.first(session, id=all_steps[-1].id) if all_steps else None
+    prev = got[0] if got else None
     call_rows = await load_calls(session, task.id)
     calls = {c.tool_use_id: c for c in call_rows}
     # A summary written under another segment size covers other steps: not used (its

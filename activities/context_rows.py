@@ -5,7 +5,8 @@ is its context). As ORM instances each row cost tens of microseconds (identity m
 tracking) and a step's cost grew with the task's length: at 200 steps the rows alone were
 about half of a step's CPU. Here they are plain slotted objects filled from column tuples,
 with only the columns the builder reads; a step's response and a call's input and result
-are loaded only for the steps shown in full (`load_bodies`).
+are loaded only for the steps shown in full (`load_bodies`). The reads are `HotQuery`s
+(built once; on Postgres sent on the driver, lomo/db/hot.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import ColumnElement, and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.models import MessageRow, ModelStep, ToolCall
+from lomo.db.hot import HotQuery
+from lomo.db.models import Card, ChecklistItem, GenerationOrder, MessageRow, ModelStep, ToolCall
 
 
 class StepLike(Protocol):
@@ -91,21 +93,38 @@ def body(step: StepLike) -> dict[str, Any]:
     return step.response
 
 
+_STEPS = HotQuery(
+    select(
+        ModelStep.id,
+        ModelStep.turn,
+        ModelStep.step,
+        ModelStep.created_at,
+        ModelStep.reported_orders,
+    )
+    .where(ModelStep.task_id == bindparam("task_id"))
+    .order_by(ModelStep.id)
+)
+_CALLS = HotQuery(
+    select(ToolCall.call_id, ToolCall.tool_use_id, ToolCall.name, ToolCall.status).where(
+        ToolCall.task_id == bindparam("task_id")
+    )
+)
+_RESPONSES = HotQuery(
+    select(ModelStep.id, ModelStep.response).where(
+        ModelStep.id.in_(bindparam("ids", expanding=True))
+    )
+)
+_CALL_BODIES = HotQuery(
+    select(ToolCall.call_id, ToolCall.input, ToolCall.result).where(
+        ToolCall.call_id.in_(bindparam("ids", expanding=True))
+    )
+)
+
+
 async def load_steps(session: AsyncSession, task_id: str) -> list[StepRow]:
     """The task's steps in order, without their context and response (a stored context holds
     the whole text it was sent: loading it for every earlier step was quadratic)."""
-    rows = await session.execute(
-        select(
-            ModelStep.id,
-            ModelStep.turn,
-            ModelStep.step,
-            ModelStep.created_at,
-            ModelStep.reported_orders,
-        )
-        .where(ModelStep.task_id == task_id)
-        .order_by(ModelStep.id)
-    )
-    return [StepRow(*r) for r in rows]
+    return [StepRow(*r) for r in await _STEPS.rows(session, task_id=task_id)]
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,44 @@ class MessageWindow:
     ids: list[str]
 
 
+# One query per shape of window (which of its parts are given), built when first used.
+_MESSAGES: dict[tuple[bool, ...], HotQuery] = {}
+
+
+def _messages_query(window: MessageWindow | None) -> HotQuery:
+    shape = (
+        (False,)
+        if window is None
+        else (True, bool(window.ids), window.from_turn is not None, window.opening is not None)
+    )
+    q = _MESSAGES.get(shape)
+    if q is not None:
+        return q
+    query = select(
+        MessageRow.id,
+        MessageRow.text,
+        MessageRow.processed_turn,
+        MessageRow.processed_step,
+        MessageRow.created_at,
+    ).where(MessageRow.task_id == bindparam("task_id"))
+    if window is not None:
+        shown: list[ColumnElement[bool]] = [MessageRow.processed_turn.is_(None)]
+        if window.ids:
+            shown.append(MessageRow.id.in_(bindparam("ids", expanding=True)))
+        if window.from_turn is not None:
+            shown.append(MessageRow.processed_turn >= bindparam("from_turn"))
+        if window.opening is not None:
+            shown.append(
+                and_(
+                    MessageRow.processed_turn == bindparam("open_turn"),
+                    MessageRow.processed_step == bindparam("open_step"),
+                )
+            )
+        query = query.where(or_(*shown))
+    q = _MESSAGES[shape] = HotQuery(query)
+    return q
+
+
 async def load_messages(
     session: AsyncSession,
     task_id: str,
@@ -125,34 +182,20 @@ async def load_messages(
     window: MessageWindow | None = None,
 ) -> dict[str, MsgRow]:
     """The task's messages (without `excluded`); with a `window`, only those in it."""
-    query = select(
-        MessageRow.id,
-        MessageRow.text,
-        MessageRow.processed_turn,
-        MessageRow.processed_step,
-        MessageRow.created_at,
-    ).where(MessageRow.task_id == task_id)
+    params: dict[str, Any] = {"task_id": task_id}
     if window is not None:
-        shown: list[ColumnElement[bool]] = [MessageRow.processed_turn.is_(None)]
         if window.ids:
-            shown.append(MessageRow.id.in_(window.ids))
+            params["ids"] = window.ids
         if window.from_turn is not None:
-            shown.append(MessageRow.processed_turn >= window.from_turn)
+            params["from_turn"] = window.from_turn
         if window.opening is not None:
-            turn, step = window.opening
-            shown.append(and_(MessageRow.processed_turn == turn, MessageRow.processed_step == step))
-        query = query.where(or_(*shown))
-    rows = await session.execute(query)
+            params["open_turn"], params["open_step"] = window.opening
+    rows = await _messages_query(window).rows(session, **params)
     return {r[0]: MsgRow(*r) for r in rows if r[0] not in excluded}
 
 
 async def load_calls(session: AsyncSession, task_id: str) -> list[CallRow]:
-    rows = await session.execute(
-        select(ToolCall.call_id, ToolCall.tool_use_id, ToolCall.name, ToolCall.status).where(
-            ToolCall.task_id == task_id
-        )
-    )
-    return [CallRow(*r) for r in rows]
+    return [CallRow(*r) for r in await _CALLS.rows(session, task_id=task_id)]
 
 
 def call_order(call_id: str) -> tuple[int, int, int]:
@@ -175,19 +218,86 @@ async def load_bodies(
     """Fill in the response of `steps` and the input and result of their calls."""
     if not steps:
         return
-    rows = await session.execute(
-        select(ModelStep.id, ModelStep.response).where(ModelStep.id.in_([s.id for s in steps]))
-    )
-    response: dict[int, Any] = dict(rows.all())
+    rows = await _RESPONSES.rows(session, ids=[s.id for s in steps])
+    response: dict[int, Any] = {i: r for i, r in rows}
     for st in steps:
         st.response = response[st.id]
     calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
     if not calls:
         return
-    got = await session.execute(
-        select(ToolCall.call_id, ToolCall.input, ToolCall.result).where(
-            ToolCall.call_id.in_(list(calls))
-        )
-    )
-    for cid, inp, res in got:
+    for cid, inp, res in await _CALL_BODIES.rows(session, ids=list(calls)):
         calls[cid].input, calls[cid].result = inp, res
+
+
+# --- the task's state every step reads (the dynamic tail, the turn's state) ---------------
+@dataclass(slots=True, frozen=True)
+class ItemRow:
+    id: str
+    title: str
+    status: str
+    requires_confirmation: bool
+    artifacts: list[str]
+    note: str
+    done_turn: int | None
+
+
+@dataclass(slots=True, frozen=True)
+class CardRow:
+    id: str
+    kind: str
+    status: str
+    title: str
+    payload: dict[str, Any] | None
+    answer: dict[str, Any] | None
+    answered_at: datetime | None
+
+
+@dataclass(slots=True, frozen=True)
+class OrderRow:
+    id: str
+    idempotency_key: str
+    status: str
+    object_id: str | None
+    error: str | None
+
+
+_ITEMS = HotQuery(
+    select(
+        ChecklistItem.id,
+        ChecklistItem.title,
+        ChecklistItem.status,
+        ChecklistItem.requires_confirmation,
+        ChecklistItem.artifacts,
+        ChecklistItem.note,
+        ChecklistItem.done_turn,
+    )
+    .where(ChecklistItem.task_id == bindparam("task_id"))
+    .order_by(ChecklistItem.position)
+)
+_CARDS = HotQuery(
+    select(
+        Card.id, Card.kind, Card.status, Card.title, Card.payload, Card.answer, Card.answered_at
+    ).where(Card.task_id == bindparam("task_id"))
+)
+_ORDERS = HotQuery(
+    select(
+        GenerationOrder.id,
+        GenerationOrder.idempotency_key,
+        GenerationOrder.status,
+        GenerationOrder.object_id,
+        GenerationOrder.error,
+    ).where(GenerationOrder.task_id == bindparam("task_id"))
+)
+
+
+async def load_item_rows(session: AsyncSession, task_id: str) -> list[ItemRow]:
+    """The checklist in order, to read (the tools that change it load `ChecklistItem`s)."""
+    return [ItemRow(*r) for r in await _ITEMS.rows(session, task_id=task_id)]
+
+
+async def load_card_rows(session: AsyncSession, task_id: str) -> list[CardRow]:
+    return [CardRow(*r) for r in await _CARDS.rows(session, task_id=task_id)]
+
+
+async def load_order_rows(session: AsyncSession, task_id: str) -> list[OrderRow]:
+    return [OrderRow(*r) for r in await _ORDERS.rows(session, task_id=task_id)]

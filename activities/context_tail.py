@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.checklist import load_items
+from activities.context_rows import load_card_rows, load_item_rows, load_order_rows
 from flows.graph import run_of_call
 from flows.runs import progress_lines
-from lomo.db.models import (
-    Card,
-    GenerationOrder,
-    Task,
-    WorkObject,
-)
+from lomo.db.models import Task, WorkObject
 
 if TYPE_CHECKING:
     from activities.context import ContextExtras
@@ -47,14 +42,14 @@ async def dynamic_tail(
 ) -> tuple[str, list[str]]:
     # The task's fixed lines are in task_header; the turn only when `status`.
     lines = [f"[runtime] turn {task.turn}"] if status else []
-    items = await load_items(session, task.id)
+    items = await load_item_rows(session, task.id)
     if items:
         lines.append("[runtime] checklist:")
         for i in items:
             flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
             arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
             lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
-    cards = await session.scalars(select(Card).where(Card.task_id == task.id))
+    cards = await load_card_rows(session, task.id)
     for c in cards:
         if c.status == "open":
             lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
@@ -66,9 +61,7 @@ async def dynamic_tail(
                 f"[runtime] the person answered card {c.id} ({c.title}): "
                 f"{a.get('action')}{choice}{text}"
             )
-    orders = await session.scalars(
-        select(GenerationOrder).where(GenerationOrder.task_id == task.id)
-    )
+    orders = await load_order_rows(session, task.id)
     shown: list[str] = []
     # With a checklist, a finished result stays in view until a step carries it; without
     # one, until a stored step has seen it.

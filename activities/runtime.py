@@ -7,14 +7,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.checklist import CLOSED, load_items
+from activities.checklist import CLOSED
 from activities.context import ContextExtras, build_context
+from activities.context_rows import load_card_rows, load_item_rows
 from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
 from activities.segments import ContextPolicy
@@ -22,6 +23,7 @@ from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, erro
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
+from lomo.db.hot import HotQuery
 from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
@@ -82,16 +84,10 @@ class RuntimeActivities:
 
     async def _model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
-            done = await s.scalar(
-                select(ModelStep).where(
-                    ModelStep.task_id == inp.task_id,
-                    ModelStep.turn == inp.turn,
-                    ModelStep.step == inp.step,
-                )
-            )
+            done = await _STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
             if done is not None:  # the decision is persisted: never ask the model twice
-                n = await _steps_upto(s, inp.task_id, done.id)
-                decision = _decision(ModelResponse.from_dict(done.response), self.policy.closing(n))
+                n = await _steps_upto(s, inp.task_id, done[0])
+                decision = _decision(ModelResponse.from_dict(done[1]), self.policy.closing(n))
                 await self._end_of_step(s, inp, decision)
                 return decision
             task = await s.get(Task, inp.task_id)
@@ -333,12 +329,23 @@ def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
     )
 
 
+_MESSAGE_TEXTS = HotQuery(
+    select(MessageRow.text).where(MessageRow.id.in_(bindparam("ids", expanding=True)))
+)
+_STORED_STEP = HotQuery(
+    select(ModelStep.id, ModelStep.response).where(
+        ModelStep.task_id == bindparam("task_id"),
+        ModelStep.turn == bindparam("turn"),
+        ModelStep.step == bindparam("step"),
+    )
+)
+
+
 async def _retrieval_query(s: AsyncSession, task: Task, message_ids: list[str]) -> str:
     """What memory is retrieved for: the task's goal and the person's newest words."""
     texts = [task.goal]
     if message_ids:
-        rows = await s.scalars(select(MessageRow.text).where(MessageRow.id.in_(message_ids)))
-        texts.extend(rows)
+        texts.extend(await _MESSAGE_TEXTS.scalars(s, ids=message_ids))
     return "\n".join(texts)[:2000]
 
 
@@ -426,8 +433,8 @@ async def _end_status(
 
 async def _read_turn_state(s: AsyncSession, task_id: str, turn: int) -> TurnState:
     """The checklist summary the stop-check needs, read from the DB."""
-    items = await load_items(s, task_id)
-    cards = list(await s.scalars(select(Card).where(Card.task_id == task_id)))
+    items = await load_item_rows(s, task_id)
+    cards = await load_card_rows(s, task_id)
     open_cards = sorted(c.id for c in cards if c.status == "open")
     decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
     state = TurnState(

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
+from lomo.db.hot import HotQuery
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
@@ -209,36 +210,33 @@ async def record_usage(
 async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:
     """Forgotten raw messages, and the steps whose outputs were derived from forgotten
     content (a context that held a deleted version, or a step that read a forgotten message)."""
-    message_ids = set(
-        await session.scalars(
-            select(Evidence.message_id).where(
-                Evidence.user_id == user_id,
-                Evidence.usable.is_(False),
-                Evidence.message_id.is_not(None),
-            )
-        )
-    )
+    message_ids = set(await _FORGOTTEN_MESSAGES.scalars(session, user_id=user_id))
     steps = {
-        (t, turn, step)
-        for t, turn, step in (
-            await session.execute(
-                select(MemoryUsage.task_id, MemoryUsage.turn, MemoryUsage.step)
-                .join(MemoryVersion, MemoryVersion.id == MemoryUsage.version_id)
-                .where(MemoryVersion.user_id == user_id, MemoryVersion.status == "deleted")
-            )
-        ).all()
+        (t, turn, step) for t, turn, step in await _STEPS_OF_DELETED.rows(session, user_id=user_id)
     }
     if message_ids:
-        for t, turn, step in (
-            await session.execute(
-                select(
-                    MessageRow.task_id, MessageRow.processed_turn, MessageRow.processed_step
-                ).where(
-                    MessageRow.id.in_(sorted(message_ids)),
-                    MessageRow.processed_turn.is_not(None),
-                )
-            )
-        ).all():
+        for t, turn, step in await _STEPS_OF_MESSAGES.rows(session, ids=sorted(message_ids)):
             if t is not None and turn is not None and step is not None:
                 steps.add((t, turn, step))
     return Exclusions({m for m in message_ids if m}, steps)
+
+
+# Read at every model step (lomo/db/hot.py).
+_FORGOTTEN_MESSAGES = HotQuery(
+    select(Evidence.message_id).where(
+        Evidence.user_id == bindparam("user_id"),
+        Evidence.usable.is_(False),
+        Evidence.message_id.is_not(None),
+    )
+)
+_STEPS_OF_DELETED = HotQuery(
+    select(MemoryUsage.task_id, MemoryUsage.turn, MemoryUsage.step)
+    .join(MemoryVersion, MemoryVersion.id == MemoryUsage.version_id)
+    .where(MemoryVersion.user_id == bindparam("user_id"), MemoryVersion.status == "deleted")
+)
+_STEPS_OF_MESSAGES = HotQuery(
+    select(MessageRow.task_id, MessageRow.processed_turn, MessageRow.processed_step).where(
+        MessageRow.id.in_(bindparam("ids", expanding=True)),
+        MessageRow.processed_turn.is_not(None),
+    )
+)

@@ -1,0 +1,156 @@
+"""`HotQuery` returns the rows the session returns, on Postgres (the driver path) and on
+SQLite (the session path): JSON, timestamps, NULLs, expanding IN and NOT IN with many, one
+and no values, JSON paths, and the caller's unflushed and uncommitted changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, event, select
+
+from lomo.db.engine import Database
+from lomo.db.hot import HotQuery
+from lomo.db.models import MessageRow, ModelStep, Task
+from lomo.ids import new_id
+from tests.runtime_support import new_user
+
+T0 = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+STEPS = HotQuery(
+    select(
+        ModelStep.id,
+        ModelStep.turn,
+        ModelStep.step,
+        ModelStep.response,
+        ModelStep.reported_orders,
+        ModelStep.created_at,
+    )
+    .where(ModelStep.task_id == bindparam("task_id"))
+    .order_by(ModelStep.id)
+)
+PREFIX = HotQuery(select(ModelStep.context["prefix"]).where(ModelStep.id == bindparam("id")))
+BY_IDS = HotQuery(select(ModelStep.turn).where(ModelStep.id.in_(bindparam("ids", expanding=True))))
+NOT_IDS = HotQuery(
+    select(MessageRow.id)
+    .where(MessageRow.task_id == bindparam("task_id"))
+    .where(MessageRow.id.not_in(bindparam("ids", expanding=True)))
+    .order_by(MessageRow.id)
+)
+MSGS = HotQuery(
+    select(MessageRow.id, MessageRow.text, MessageRow.processed_turn)
+    .where(MessageRow.task_id == bindparam("task_id"), MessageRow.processed_turn.is_(None))
+    .order_by(MessageRow.id)
+)
+
+
+async def _task(db: Database) -> tuple[str, str, list[int]]:
+    user = await new_user(db)
+    task_id = new_id("tsk")
+    async with db.session() as s:
+        s.add(Task(id=task_id, user_id=user, kind="persistent", status="running", goal="g"))
+        await s.flush()
+        for i in range(3):
+            s.add(
+                ModelStep(
+                    task_id=task_id,
+                    turn=i + 1,
+                    step=0,
+                    context={"prefix": {"n": i, "keys": ["a", "ü"]}},
+                    response={"content": [{"type": "text", "text": f"r{i}"}]},
+                    reported_orders=["ord_1"] if i == 1 else None,
+                    created_at=T0 + timedelta(minutes=i),
+                )
+            )
+        await s.flush()
+        ids = list(await s.scalars(select(ModelStep.id).where(ModelStep.task_id == task_id)))
+    return user, task_id, sorted(ids)
+
+
+async def _session_rows(db: Database, q: HotQuery, **params: Any) -> list[tuple[Any, ...]]:
+    async with db.session() as s:
+        return [tuple(r) for r in await s.execute(q.stmt, params)]
+
+
+def _utc(t: datetime) -> datetime:
+    return t if t.tzinfo else t.replace(tzinfo=UTC)  # SQLite reads timestamps back naive
+
+
+async def test_rows_match_the_session_and_the_data(db: Database) -> None:
+    _, task_id, ids = await _task(db)
+    async with db.session() as s:
+        rows = await STEPS.rows(s, task_id=task_id)
+    assert rows == await _session_rows(db, STEPS, task_id=task_id)
+    assert [(r[1], r[3]["content"][0]["text"], r[4]) for r in rows] == [
+        (1, "r0", None),
+        (2, "r1", ["ord_1"]),
+        (3, "r2", None),
+    ]
+    assert [_utc(r[5]) for r in rows] == [T0 + timedelta(minutes=i) for i in range(3)]
+    async with db.session() as s:
+        assert await PREFIX.scalars(s, id=ids[1]) == [{"n": 1, "keys": ["a", "ü"]}]
+        assert await PREFIX.first(s, id=-1) is None
+
+
+async def test_expanding_in_binds_any_number_of_values(db: Database) -> None:
+    _, _, ids = await _task(db)
+    for chosen in (ids, ids[1:2], [], [*ids, 10**9]):
+        async with db.session() as s:
+            got = sorted(await BY_IDS.scalars(s, ids=chosen))
+        assert got == sorted(ids.index(i) + 1 for i in chosen if i in ids)
+        assert sorted(r[0] for r in await _session_rows(db, BY_IDS, ids=chosen)) == got
+
+
+async def test_not_in_and_null_tests(db: Database) -> None:
+    user, task_id, _ = await _task(db)
+    async with db.session() as s:
+        for n, turn in enumerate((None, 4, None)):
+            s.add(
+                MessageRow(
+                    id=f"msg_{task_id}_{n}",
+                    user_id=user,
+                    task_id=task_id,
+                    text=f"m{n}",
+                    processed_turn=turn,
+                )
+            )
+    mids = [f"msg_{task_id}_{n}" for n in range(3)]
+    async with db.session() as s:
+        assert await NOT_IDS.scalars(s, task_id=task_id, ids=mids[:1]) == mids[1:]
+        assert await NOT_IDS.scalars(s, task_id=task_id, ids=[]) == mids
+        assert await MSGS.rows(s, task_id=task_id) == [
+            (mids[0], "m0", None),
+            (mids[2], "m2", None),
+        ]
+
+
+async def test_reads_the_callers_pending_and_uncommitted_changes(db: Database) -> None:
+    user, task_id, _ = await _task(db)
+    mid = f"msg_{task_id}_p"
+    async with db.sessionmaker() as s:
+        s.add(MessageRow(id=mid, user_id=user, task_id=task_id, text="pending"))
+        # Not flushed: the query flushes first, as the session's execute would.
+        assert await MSGS.rows(s, task_id=task_id) == [(mid, "pending", None)]
+        await s.rollback()
+    async with db.session() as s:
+        assert await MSGS.rows(s, task_id=task_id) == []
+
+
+async def test_postgres_reads_bypass_the_session_execute(db: Database) -> None:
+    """On Postgres the rows come from the driver (no statement through SQLAlchemy's
+    execution); elsewhere through the session."""
+    _, task_id, _ = await _task(db)
+    seen: list[str] = []
+
+    def count(_c: Any, _cur: Any, stmt: str, *_: Any) -> None:
+        seen.append(stmt)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        async with db.sessionmaker() as s:
+            await s.connection()  # the transaction's own statements are not the query's
+            seen.clear()
+            assert len(await STEPS.rows(s, task_id=task_id)) == 3
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", count)
+    assert len(seen) == (0 if db.engine.dialect.name == "postgresql" else 1)
