@@ -81,6 +81,14 @@ SYSTEM_RULES = (
 # The last step's prefix record, by its id (ordering the task's steps by id and taking the
 # first made Postgres parse every step's stored context before sorting).
 _PREFIX = HotQuery(select(ModelStep.context["prefix"]).where(ModelStep.id == bindparam("id")))
+_SUMMARIES = HotQuery(
+    select(
+        ContextSegment.segment,
+        ContextSegment.first_step,
+        ContextSegment.last_step,
+        ContextSegment.text,
+    ).where(ContextSegment.task_id == bindparam("task_id"), ContextSegment.status == "active")
+)
 
 
 def estimate_tokens(text: str) -> int:
@@ -132,14 +140,9 @@ async def build_context(
     # segment shows one line per step instead).
     seg_size = policy.segment_steps
     summaries = {
-        seg.segment: seg
-        for seg in await session.scalars(
-            select(ContextSegment).where(
-                ContextSegment.task_id == task.id, ContextSegment.status == "active"
-            )
-        )
-        if (seg.first_step, seg.last_step)
-        == (seg.segment * seg_size, (seg.segment + 1) * seg_size - 1)
+        segment: text
+        for segment, first, last, text in await _SUMMARIES.rows(session, task_id=task.id)
+        if (first, last) == (segment * seg_size, (segment + 1) * seg_size - 1)
     }
     conversation: list[Message] = []
 
@@ -212,9 +215,9 @@ async def build_context(
         blocks: list[Block] = list(opening)
         for k in range(closed):
             seg_steps = all_steps[k * size : (k + 1) * size]
-            row = summaries.get(k)
-            if row is not None and kept(seg_steps) == seg_steps:
-                text = row.text
+            summary = summaries.get(k)
+            if summary is not None and kept(seg_steps) == seg_steps:
+                text = summary
             else:  # not written yet, or forgetting touched it: one line per kept step
                 text = "\n".join(step_line(s, msgs, calls) for s in kept(seg_steps)) or "-"
             summary_texts.append(

@@ -8,12 +8,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.context_rows import load_card_rows, load_item_rows, load_order_rows
 from flows.graph import run_of_call
 from flows.runs import progress_lines
+from lomo.db.hot import HotQuery
 from lomo.db.models import Task, WorkObject
 
 if TYPE_CHECKING:
@@ -80,20 +81,22 @@ async def dynamic_tail(
             # Succeeded but its asset not stored yet: still a job the task waits on (the
             # workflow collects it), never invisible, or the model would order it again.
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
-    assets = await session.scalars(
-        select(WorkObject)
-        .where(WorkObject.user_id == task.user_id, WorkObject.type == "asset")
-        .where(WorkObject.deleted.is_(False))
-        .order_by(WorkObject.created_at.desc())
-        .limit(5)
-    )
-    for obj in assets:
-        lines.append(f"[runtime] recent asset {obj.id}: {obj.name} ({obj.created_at:%Y-%m-%d})")
+    for oid, name, created_at in await _RECENT_ASSETS.rows(session, user_id=task.user_id):
+        lines.append(f"[runtime] recent asset {oid}: {name} ({created_at:%Y-%m-%d})")
     lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
     lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
     lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
     lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
     return "\n".join(lines), shown
+
+
+_RECENT_ASSETS = HotQuery(
+    select(WorkObject.id, WorkObject.name, WorkObject.created_at)
+    .where(WorkObject.user_id == bindparam("user_id"), WorkObject.type == "asset")
+    .where(WorkObject.deleted.is_(False))
+    .order_by(WorkObject.created_at.desc())
+    .limit(5)
+)
 
 
 def _after(t: datetime | None, since: datetime | None) -> bool:

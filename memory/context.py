@@ -21,8 +21,14 @@ from lomo.db.hot import HotQuery
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
-from memory.chains import latest_profile
-from memory.models import Evidence, Memory, MemoryLink, MemoryUsage, MemoryVersion
+from memory.models import (
+    Evidence,
+    Memory,
+    MemoryLink,
+    MemoryUsage,
+    MemoryVersion,
+    ProfileSnapshot,
+)
 from memory.services import get_services
 
 log = logging.getLogger(__name__)
@@ -59,13 +65,14 @@ def profile_text(version: int, items: list[dict[str, object]]) -> str:
 
 async def _profile(deps: MemoryDeps, user_id: str) -> MemoryContext:
     async with deps.db.session() as s:
-        snap = await latest_profile(s, user_id)
+        snap = await _LATEST_PROFILE.first(s, user_id=user_id)
     if snap is None:
         return MemoryContext()
+    version, items = snap
     return MemoryContext(
-        profile_version=snap.version,
-        profile_text=profile_text(snap.version, snap.items),
-        version_ids=[str(i["version_id"]) for i in snap.items],
+        profile_version=version,
+        profile_text=profile_text(version, items),
+        version_ids=[str(i["version_id"]) for i in items],
     )
 
 
@@ -118,6 +125,9 @@ async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> 
     """A one-off instruction extracted before routing knew its task ("this time a saturated
     red" in the main thread) belongs to the task its message was routed to: bind it now."""
     async with deps.db.session() as s:
+        # Nearly always none: one hot read of the ids before the objects are loaded.
+        if not await _UNBOUND.first(s, user_id=user_id, task_id=task_id):
+            return
         rows = (
             await s.execute(
                 select(Memory, Evidence)
@@ -239,4 +249,25 @@ _STEPS_OF_MESSAGES = HotQuery(
         MessageRow.id.in_(bindparam("ids", expanding=True)),
         MessageRow.processed_turn.is_not(None),
     )
+)
+_LATEST_PROFILE = HotQuery(
+    select(ProfileSnapshot.version, ProfileSnapshot.items)
+    .where(ProfileSnapshot.user_id == bindparam("user_id"))
+    .order_by(ProfileSnapshot.version.desc())
+    .limit(1)
+)
+# A task-scoped memory not bound to a task yet, extracted from a message of this task.
+_UNBOUND = HotQuery(
+    select(Memory.id)
+    .join(MemoryVersion, MemoryVersion.memory_id == Memory.id)
+    .join(MemoryLink, MemoryLink.target_id == MemoryVersion.id)
+    .join(Evidence, Evidence.id == MemoryLink.source_id)
+    .join(MessageRow, MessageRow.id == Evidence.message_id)
+    .where(
+        Memory.user_id == bindparam("user_id"),
+        Memory.scope == "task",
+        Memory.task_id.is_(None),
+        MessageRow.task_id == bindparam("task_id"),
+    )
+    .limit(1)
 )
