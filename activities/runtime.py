@@ -161,8 +161,7 @@ class RuntimeActivities:
                 )
             # Which memory versions this output drew on: forgetting one excludes it later.
             await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
-            # The steps before this one plus this one: (task, turn, step) is unique, so a
-            # concurrent attempt's insert fails this transaction instead of adding a step.
+            # The steps before this one plus this one.
             decision = _decision(resp, self.policy.closing(built.steps_before + 1))
             await self._end_of_step(s, inp, decision)
         MODEL_STEPS.inc()

@@ -7,12 +7,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, event, select
+import psycopg
+import pytest
+from sqlalchemy import bindparam, event, select, text
+from sqlalchemy.exc import DBAPIError
 
 from lomo.db.engine import Database
 from lomo.db.hot import HotQuery
 from lomo.db.models import MessageRow, ModelStep, Task
 from lomo.ids import new_id
+from tests.conftest import PG_ADMIN
 from tests.runtime_support import new_user
 
 T0 = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
@@ -154,3 +158,25 @@ async def test_postgres_reads_bypass_the_session_execute(db: Database) -> None:
     finally:
         event.remove(db.engine.sync_engine, "before_cursor_execute", count)
     assert len(seen) == (0 if db.engine.dialect.name == "postgresql" else 1)
+
+
+async def test_a_lost_connection_raises_sqlalchemys_error_and_is_replaced(db: Database) -> None:
+    """The server ends the session's connection: the driver path raises a DBAPIError that
+    says the connection was invalidated (as the session's execute does), and the next
+    session works on a new connection."""
+    _, task_id, _ = await _task(db)
+    postgres = db.engine.dialect.name == "postgresql"
+    async with db.sessionmaker() as s:
+        conn = await s.connection()
+        if not postgres:  # SQLite has no server to end it: the session path still answers
+            assert len(await STEPS.rows(s, task_id=task_id)) == 3
+            return
+        pid = await conn.scalar(text("SELECT pg_backend_pid()"))
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(DBAPIError) as err:
+            await STEPS.rows(s, task_id=task_id)
+        assert err.value.connection_invalidated
+        await s.rollback()
+    async with db.session() as s:
+        assert len(await STEPS.rows(s, task_id=task_id)) == 3

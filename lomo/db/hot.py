@@ -11,7 +11,8 @@ the statement as SQLAlchemy builds it, with named bind parameters, and:
   any number of values in one parameter;
 - on every other dialect (SQLite, the embedded default) runs it through the session.
 
-Both paths return plain tuples; `tests/test_hot_query.py` holds them to the same rows.
+Both paths return plain tuples and raise SQLAlchemy's errors (a lost connection is
+invalidated, as the session does); `tests/test_hot_query.py` holds them to the same rows.
 Only reads belong here: writes keep the session (its writers' queue on SQLite, its
 events on commit).
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -96,10 +98,27 @@ class HotQuery:
         if s.new or s.dirty or s.deleted:
             await s.flush()  # what the session's execute would have done first
         conn = await s.connection()
-        compiled = self._compiled(conn.dialect)
+        dialect = conn.dialect
+        compiled = self._compiled(dialect)
         raw = await conn.get_raw_connection()
-        cur = await raw.driver_connection.execute(compiled.sql, compiled.params(params))  # type: ignore[union-attr]
-        got: Sequence[tuple[Any, ...]] = await cur.fetchall()
+        bound = compiled.params(params)
+        try:
+            cur = await raw.driver_connection.execute(compiled.sql, bound)  # type: ignore[union-attr]
+            got: Sequence[tuple[Any, ...]] = await cur.fetchall()
+        except dialect.loaded_dbapi.Error as e:
+            # As the session's execute would: a lost connection is invalidated (the pool
+            # replaces it), and the error is SQLAlchemy's, so callers catch one family.
+            gone = dialect.is_disconnect(e, raw.dbapi_connection, None)
+            if gone:
+                await conn.invalidate(e)
+            raise DBAPIError.instance(
+                compiled.sql,
+                bound,
+                e,
+                dialect.loaded_dbapi.Error,
+                connection_invalidated=gone,
+                dialect=dialect,
+            ) from e
         procs = compiled.result_processors
         if procs is None:
             return list(got)
