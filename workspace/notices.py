@@ -9,9 +9,12 @@ wakes nothing: a person's edit only changes rows; the task sees it at its next s
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo.db.hot import HotQuery
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
 from workspace.diff import summarize_change
 from workspace.store import describe_author
@@ -23,22 +26,17 @@ async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
     """One line per referenced object that changed (by someone else) or was deleted since
     the task last saw it, e.g. "storyboard (obj_…) v3 → v4 (by the person): Shot 2 changed
     (+1/-1 lines); re-read it before editing"."""
-    rows = await session.execute(
-        select(TaskObject, WorkObject)
-        .join(WorkObject, WorkObject.id == TaskObject.object_id)
-        .where(TaskObject.task_id == task_id)
-        .order_by(WorkObject.created_at)
-    )
     lines: list[str] = []
-    for link, obj in rows.all():
-        if obj.deleted:
-            if not link.deletion_seen:
+    for row in await _LINKED.rows(session, task_id=task_id):
+        obj, deleted, deletion_seen, seen_version = _Linked(*row[:4]), *row[4:]
+        if deleted:
+            if not deletion_seen:
                 lines.append(
                     f"{obj.name} ({obj.id}) was deleted by the person; it can no longer be "
                     "read or used, do not refer to it"
                 )
             continue
-        seen = link.seen_version or 0
+        seen = seen_version or 0
         if seen == 0 or obj.version <= seen:
             continue
         line = await _change_line(session, task_id, obj, seen)
@@ -50,9 +48,34 @@ async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
     return lines
 
 
-async def _change_line(
-    session: AsyncSession, task_id: str, obj: WorkObject, seen: int
-) -> str | None:
+@dataclass(slots=True, frozen=True)
+class _Linked:
+    """What a notice says of an object the task references."""
+
+    id: str
+    name: str
+    type: str
+    version: int
+
+
+# Read at every model step (lomo/db/hot.py).
+_LINKED = HotQuery(
+    select(
+        WorkObject.id,
+        WorkObject.name,
+        WorkObject.type,
+        WorkObject.version,
+        WorkObject.deleted,
+        TaskObject.deletion_seen,
+        TaskObject.seen_version,
+    )
+    .join(WorkObject, WorkObject.id == TaskObject.object_id)
+    .where(TaskObject.task_id == bindparam("task_id"))
+    .order_by(WorkObject.created_at)
+)
+
+
+async def _change_line(session: AsyncSession, task_id: str, obj: _Linked, seen: int) -> str | None:
     newer = list(
         await session.scalars(
             select(ObjectVersion.created_by).where(
