@@ -63,24 +63,28 @@ def profile_text(version: int, items: list[dict[str, object]]) -> str:
     return f"Profile of the person (v{version}):\n" + "\n".join(lines)
 
 
-async def _profile(deps: MemoryDeps, user_id: str) -> MemoryContext:
+async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
+    """The profile snapshot, and whether a memory of this task waits to be bound to it (one
+    read transaction for both: this runs at every model step)."""
     async with deps.db.session() as s:
         snap = await _LATEST_PROFILE.first(s, user_id=user_id)
+        unbound = bool(await _UNBOUND.first(s, user_id=user_id, task_id=task_id))
     if snap is None:
-        return MemoryContext()
+        return MemoryContext(), unbound
     version, items = snap
     return MemoryContext(
         profile_version=version,
         profile_text=profile_text(version, items),
         version_ids=[str(i["version_id"]) for i in items],
-    )
+    ), unbound
 
 
 async def _items(
-    deps: MemoryDeps, user_id: str, task_id: str, query: str, skip: set[str]
+    deps: MemoryDeps, user_id: str, task_id: str, query: str, skip: set[str], adopt: bool
 ) -> tuple[list[str], list[str]]:
     limit = deps.settings.memory_top_k
-    await _adopt_task_memories(deps, user_id, task_id)
+    if adopt:
+        await _adopt_task_memories(deps, user_id, task_id)
     hits = await get_services(deps.settings).search(user_id, task_id, query, limit * 2)
     ids = [h.id for h in hits if h.id not in skip]
     if not ids:
@@ -125,9 +129,6 @@ async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> 
     """A one-off instruction extracted before routing knew its task ("this time a saturated
     red" in the main thread) belongs to the task its message was routed to: bind it now."""
     async with deps.db.session() as s:
-        # Nearly always none: one hot read of the ids before the objects are loaded.
-        if not await _UNBOUND.first(s, user_id=user_id, task_id=task_id):
-            return
         rows = (
             await s.execute(
                 select(Memory, Evidence)
@@ -176,7 +177,7 @@ async def _retrieve(deps: MemoryDeps, user_id: str, task_id: str, query: str) ->
     timeout = deps.settings.memory_timeout_seconds
     start = time.monotonic()
     try:
-        ctx = await asyncio.wait_for(_profile(deps, user_id), timeout)
+        ctx, unbound = await asyncio.wait_for(_profile(deps, user_id, task_id), timeout)
     except TimeoutError:
         return MemoryContext(degraded=f"memory timed out after {timeout:g} s")
     except Exception as e:
@@ -185,7 +186,7 @@ async def _retrieve(deps: MemoryDeps, user_id: str, task_id: str, query: str) ->
     left = max(0.0, timeout - (time.monotonic() - start))
     try:
         items, used = await asyncio.wait_for(
-            _items(deps, user_id, task_id, query, set(ctx.version_ids)), left
+            _items(deps, user_id, task_id, query, set(ctx.version_ids), unbound), left
         )
     except TimeoutError:
         ctx.degraded = f"memory search timed out after {timeout:g} s; profile only"
