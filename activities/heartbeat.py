@@ -19,9 +19,12 @@ async def heartbeating() -> AsyncIterator[None]:
     interval = max(0.1, timeout.total_seconds() / 3)
 
     async def beat() -> None:
+        # The first beat after one interval, not at once: the server's heartbeat timeout
+        # runs from the attempt's start anyway, and a call that ends sooner (most tools, a
+        # cached or fast model) then costs the server no heartbeat write (issue 14).
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

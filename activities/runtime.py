@@ -66,9 +66,14 @@ class RuntimeActivities:
     # --- model steps ----------------------------------------------------------------
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
-        if inp.status is not None:  # the turn's status first, unless this step is stored
-            await self.set_task_status(replace(inp.status, only_before_turn=inp.turn))
         return await self._model_step(inp)
+
+    @staticmethod
+    async def _turn_status(s: AsyncSession, inp: StepInput) -> None:
+        """The turn's status (`running`), unless this step is stored (guarded by the task's
+        stored turn)."""
+        if inp.status is not None:
+            await write_status(s, replace(inp.status, only_before_turn=inp.turn))
 
     async def _end_of_step(self, s: AsyncSession, inp: StepInput, decision: StepDecision) -> None:
         """A step that ends the turn without a call reads the turn's state, and writes the
@@ -86,6 +91,7 @@ class RuntimeActivities:
         async with self.db.session() as s:
             done = await _STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
             if done is not None:  # the decision is persisted: never ask the model twice
+                await self._turn_status(s, inp)
                 n = await _steps_upto(s, inp.task_id, done[0])
                 decision = _decision(ModelResponse.from_dict(done[1]), self.policy.closing(n))
                 await self._end_of_step(s, inp, decision)
@@ -94,8 +100,7 @@ class RuntimeActivities:
             if task is None:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
             # The context shows the turn it is built for; the row itself is written with
-            # the stored step below, so building the context writes nothing (one read
-            # transaction, no writer's turn held while memory is searched).
+            # the stored step below, so building the context writes nothing.
             set_committed_value(task, "turn", inp.turn)
             user_id, query = task.user_id, await _retrieval_query(s, task, inp.message_ids)
             # Memory degrades to "none this step" on its own (timeout inside); never fails.
@@ -113,6 +118,10 @@ class RuntimeActivities:
             built = await build_context(
                 s, task, inp.turn, inp.step, inp.message_ids, self.tools, extras, self.policy
             )
+            # Written last in the read transaction, not in a session of its own before it
+            # (issue 14): the person sees `running` as the model is asked, and the writer's
+            # turn (SQLite) is not held while memory is searched.
+            await self._turn_status(s, inp)
         async with heartbeating():
             resp = await self.provider.complete(built.request)
         async with self.db.session() as s:
