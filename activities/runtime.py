@@ -7,30 +7,40 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, Update, bindparam, func, insert, or_, select, update
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.checklist import CLOSED
 from activities.context import ContextExtras, build_context
-from activities.context_rows import load_card_rows, load_item_rows
 from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
+from activities.runtime_db import (
+    CALL_RESULT,
+    CALL_STATUS,
+    CALLS,
+    LOCK_CALL,
+    MARK_PROCESSED,
+    STORE_STEP,
+    STORED_STEP,
+    TASK_TURN,
+    end_status,
+    read_turn_state,
+    retrieval_query,
+    steps_upto,
+    write_status,
+)
 from activities.segments import ContextPolicy
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
-from lomo.db.hot import HotQuery
-from lomo.db.models import Card, ChecklistItem, MessageRow, ModelStep, Task, ToolCall
+from lomo.db.models import Card, ChecklistItem, Task
 from lomo.events import append_event
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import exclusions, memory_for_context, record_usage
-from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
 from workflows.types import (
-    TERMINAL_TASK_STATUSES,
     CardRef,
     CardState,
     CheckpointInput,
@@ -40,7 +50,6 @@ from workflows.types import (
     StepInput,
     ToolInput,
     ToolOutcome,
-    TurnSnapshot,
     TurnState,
     TurnStateInput,
 )
@@ -80,19 +89,19 @@ class RuntimeActivities:
         status of a verdict that waits for the person, in the transaction that stores it."""
         if not decision.end_turn or decision.calls:
             return
-        decision.turn_state = await _read_turn_state(s, inp.task_id, inp.turn)
+        decision.turn_state = await read_turn_state(s, inp.task_id, inp.turn)
         if inp.end is not None:
             snap = replace(inp.end, asked_person=decision.asked_person)
-            decision.status_written = await _end_status(
+            decision.status_written = await end_status(
                 s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False
             )
 
     async def _model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
-            done = await _STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
+            done = await STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
             if done is not None:  # the decision is persisted: never ask the model twice
                 await self._turn_status(s, inp)
-                n = await _steps_upto(s, inp.task_id, done[0])
+                n = await steps_upto(s, inp.task_id, done[0])
                 decision = _decision(ModelResponse.from_dict(done[1]), self.policy.closing(n))
                 await self._end_of_step(s, inp, decision)
                 return decision
@@ -102,7 +111,7 @@ class RuntimeActivities:
             # The context shows the turn it is built for; the row itself is written with
             # the stored step below, so building the context writes nothing.
             set_committed_value(task, "turn", inp.turn)
-            user_id, query = task.user_id, await _retrieval_query(s, task, inp.message_ids)
+            user_id, query = task.user_id, await retrieval_query(s, task, inp.message_ids)
             # Memory degrades to "none this step" on its own (timeout inside); never fails.
             mem = await memory_for_context(self.deps, user_id, inp.task_id, query)
             excl = await exclusions(s, user_id)
@@ -136,7 +145,7 @@ class RuntimeActivities:
                 "prefix": built.prefix,
             }
             await conn.execute(
-                _STORE_STEP,
+                STORE_STEP,
                 {
                     **step_key,
                     "p_context": context,
@@ -144,14 +153,14 @@ class RuntimeActivities:
                     "p_reported": built.reported_orders or None,
                 },
             )
-            await conn.execute(_MARK_PROCESSED, {**step_key, "p_ids": inp.message_ids})
+            await conn.execute(MARK_PROCESSED, {**step_key, "p_ids": inp.message_ids})
             # One UPDATE, no read of the row: the person is known from the read above.
-            await conn.execute(_TASK_TURN, {**step_key, "p_at": now()})
+            await conn.execute(TASK_TURN, {**step_key, "p_at": now()})
             if resp.tool_uses:
                 # Parameters as a list (executemany), not a multi-row VALUES: that one has no
                 # cache key, so SQLAlchemy compiled it again on every step.
                 await conn.execute(
-                    insert(_CALLS),
+                    insert(CALLS),
                     [
                         {
                             "call_id": f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
@@ -186,9 +195,9 @@ class RuntimeActivities:
         that waits for the person) in the transaction that stores its result."""
         if not inp.turn_state_for:
             return
-        outcome.turn_state = await _read_turn_state(s, inp.task_id, inp.turn_state_for)
+        outcome.turn_state = await read_turn_state(s, inp.task_id, inp.turn_state_for)
         if inp.end is not None:
-            outcome.status_written = await _end_status(
+            outcome.status_written = await end_status(
                 s,
                 inp.task_id,
                 inp.turn_state_for,
@@ -202,7 +211,7 @@ class RuntimeActivities:
     async def _run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
         async with self.db.session() as s:
-            row = await _LOCK_CALL.first(s, call_id=inp.call_id)
+            row = await LOCK_CALL.first(s, call_id=inp.call_id)
             if row is None:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
             status, result, name, args, user_id = row
@@ -217,7 +226,7 @@ class RuntimeActivities:
             )
             conn = await s.connection()
             await conn.execute(
-                _CALL_STATUS, {"p_id": inp.call_id, "p_status": "started", "p_at": now()}
+                CALL_STATUS, {"p_id": inp.call_id, "p_status": "started", "p_at": now()}
             )
             args = dict(args)
         if tool is None:
@@ -241,7 +250,7 @@ class RuntimeActivities:
             async with heartbeating():
                 res = await tool.run(ctx, args)
         async with self.db.session() as s:
-            row = await _LOCK_CALL.first(s, call_id=inp.call_id)
+            row = await LOCK_CALL.first(s, call_id=inp.call_id)
             assert row is not None
             if row[1] is not None and row[0] in FINAL_CALL:
                 first = _outcome(row[0], row[1])  # a concurrent attempt was first
@@ -267,7 +276,7 @@ class RuntimeActivities:
                 )
             conn = await s.connection()
             await conn.execute(
-                _CALL_RESULT,
+                CALL_RESULT,
                 {"p_id": inp.call_id, "p_status": res.status, "p_result": record, "p_at": now()},
             )
             outcome = _outcome(res.status, record)
@@ -283,7 +292,7 @@ class RuntimeActivities:
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:
         async with self.db.session() as s:
-            return await _read_turn_state(s, inp.task_id, inp.turn)
+            return await read_turn_state(s, inp.task_id, inp.turn)
 
     @activity.defn(name="create_checkpoint_card")
     async def create_checkpoint_card(self, inp: CheckpointInput) -> CardRef:
@@ -338,34 +347,6 @@ def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:
     )
 
 
-_MESSAGE_TEXTS = HotQuery(
-    select(MessageRow.text).where(MessageRow.id.in_(bindparam("ids", expanding=True)))
-)
-_STORED_STEP = HotQuery(
-    select(ModelStep.id, ModelStep.response).where(
-        ModelStep.task_id == bindparam("task_id"),
-        ModelStep.turn == bindparam("turn"),
-        ModelStep.step == bindparam("step"),
-    )
-)
-
-
-async def _retrieval_query(s: AsyncSession, task: Task, message_ids: list[str]) -> str:
-    """What memory is retrieved for: the task's goal and the person's newest words."""
-    texts = [task.goal]
-    if message_ids:
-        texts.extend(await _MESSAGE_TEXTS.scalars(s, ids=message_ids))
-    return "\n".join(texts)[:2000]
-
-
-async def _steps_upto(s: AsyncSession, task_id: str, step_id: int | None) -> int:
-    """How many steps the task has (up to and including step `step_id`)."""
-    q = select(func.count()).select_from(ModelStep).where(ModelStep.task_id == task_id)
-    if step_id is not None:
-        q = q.where(ModelStep.id <= step_id)
-    return int(await s.scalar(q) or 0)
-
-
 def _decision(resp: ModelResponse, segment_closed: int = -1) -> StepDecision:
     calls = [PlannedCall(i, u.name) for i, u in enumerate(resp.tool_uses)]
     end = resp.stop_reason != "tool_use" or not calls
@@ -373,169 +354,3 @@ def _decision(resp: ModelResponse, segment_closed: int = -1) -> StepDecision:
     return StepDecision(
         calls=calls, end_turn=end, asked_person=asked, segment_closed=segment_closed
     )
-
-
-async def write_status(s: AsyncSession, inp: StatusInput) -> None:
-    """A status change is one conditional UPDATE (it runs twice per turn): the row is read
-    only when nothing changed, to tell "unchanged" from "no such task"."""
-    if s.new or s.dirty or s.deleted:
-        await s.flush()  # the caller's rows first: locks in the order every writer keeps
-    params: dict[str, Any] = {
-        "p_id": inp.task_id,
-        "p_status": inp.status,
-        "p_reason": inp.reason,
-        "p_at": now(),
-        "p_kind": inp.kind,
-        "p_before": inp.only_before_turn,
-        "p_turn": inp.only_at_turn,
-    }
-    stmt = _status_update(bool(inp.kind), bool(inp.only_before_turn), bool(inp.only_at_turn))
-    conn = await s.connection()
-    user_id = await conn.scalar(stmt, params)
-    if user_id is None:
-        task = await s.get(Task, inp.task_id, with_for_update=True)
-        if task is None:
-            raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-        if inp.kind and task.kind != inp.kind:
-            task.kind = inp.kind
-        return
-    if inp.status in TERMINAL_TASK_STATUSES:
-        # What can be cancelled is: open questions to the person expire.
-        await s.execute(
-            update(Card)
-            .where(Card.task_id == inp.task_id, Card.status == "open")
-            .values(status="expired")
-        )
-    await append_event(
-        s,
-        user_id,
-        "task.status",
-        {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
-    )
-
-
-async def _end_status(
-    s: AsyncSession,
-    task_id: str,
-    turn: int,
-    snap: TurnSnapshot,
-    state: TurnState,
-    *,
-    progress: bool,
-    new_order: str | None = None,
-    new_card: str | None = None,
-) -> str:
-    """The activity that ended the turn writes the status of a verdict that waits for the
-    person: the person sees it one local activity earlier. The workflow reaches the same
-    verdict on the same facts; if something arrived meanwhile (a message, a stop) it goes
-    on from the status written here."""
-    facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
-    if stop_check(facts).action not in WAITS_FOR_PERSON:
-        return ""
-    # No kind: a promotion the api or routing wrote meanwhile is not undone (the workflow
-    # writes its kind itself if it changed since the snapshot).
-    await write_status(s, StatusInput(task_id, "waiting_user", only_at_turn=turn))
-    return "waiting_user"
-
-
-async def _read_turn_state(s: AsyncSession, task_id: str, turn: int) -> TurnState:
-    """The checklist summary the stop-check needs, read from the DB."""
-    items = await load_item_rows(s, task_id)
-    cards = await load_card_rows(s, task_id)
-    open_cards = sorted(c.id for c in cards if c.status == "open")
-    decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
-    state = TurnState(
-        checklist_total=len(items),
-        checklist_open=sum(i.status not in CLOSED for i in items),
-        blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
-        progress=any(i.done_turn == turn for i in items),
-        open_cards=open_cards,
-    )
-    # The current step is the first one not closed; it is a checkpoint when it needs the
-    # person and no card asks about it yet.
-    current = next((i for i in items if i.status not in CLOSED), None)
-    if current and current.requires_confirmation and current.id not in decided:
-        state.checkpoint_due = current.id
-    return state
-
-
-# The step's writes are Core statements built once, run on the session's connection: the
-# ORM's DML path (session layer, synchronize_session) cost 0.6 ms of CPU more per statement
-# (issue 14). Parameters are named apart from the columns (a key naming a column is a value
-# to set).
-_TASKS: Table = Task.__table__  # type: ignore[assignment]
-_MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
-_STEPS: Table = ModelStep.__table__  # type: ignore[assignment]
-_CALLS: Table = ToolCall.__table__  # type: ignore[assignment]
-_STATUS_UPDATES: dict[tuple[bool, bool, bool], Update] = {}
-_STORE_STEP = insert(_STEPS).values(
-    task_id=bindparam("p_task"),
-    turn=bindparam("p_turn"),
-    step=bindparam("p_step"),
-    context=bindparam("p_context", type_=_STEPS.c.context.type),
-    response=bindparam("p_response", type_=_STEPS.c.response.type),
-    reported_orders=bindparam("p_reported", type_=_STEPS.c.reported_orders.type),
-)
-_MARK_PROCESSED = (
-    update(_MESSAGES)
-    .where(_MESSAGES.c.id.in_(bindparam("p_ids", expanding=True)))
-    .values(
-        processed_turn=bindparam("p_turn"),
-        processed_step=bindparam("p_step"),
-        task_id=bindparam("p_task"),
-    )
-)
-_TASK_TURN = (
-    update(_TASKS)
-    .where(_TASKS.c.id == bindparam("p_task"))
-    .values(turn=bindparam("p_turn"), updated_at=bindparam("p_at"))
-)
-
-
-def _status_update(kind: bool, before: bool, at: bool) -> Update:
-    """The status UPDATE of one shape (with a kind, guarded by the turn before or at)."""
-    stmt = _STATUS_UPDATES.get((kind, before, at))
-    if stmt is not None:
-        return stmt
-    t = _TASKS.c
-    where = [
-        t.id == bindparam("p_id"),
-        or_(t.status != bindparam("p_status"), t.status_reason != bindparam("p_reason")),
-    ]
-    if before:
-        where.append(t.turn < bindparam("p_before"))
-    if at:
-        where.append(t.turn == bindparam("p_turn"))
-    values: dict[str, Any] = {
-        "status": bindparam("p_status"),
-        "status_reason": bindparam("p_reason"),
-        "updated_at": bindparam("p_at"),
-    }
-    if kind:
-        values["kind"] = bindparam("p_kind")
-    stmt = update(_TASKS).where(*where).values(**values).returning(t.user_id)
-    _STATUS_UPDATES[(kind, before, at)] = stmt
-    return stmt
-
-
-# The call's journal row, locked (one attempt at a time past this point), with its person.
-_LOCK_CALL = HotQuery(
-    select(ToolCall.status, ToolCall.result, ToolCall.name, ToolCall.input, Task.user_id)
-    .join(Task, Task.id == ToolCall.task_id)
-    .where(ToolCall.call_id == bindparam("call_id"))
-    .with_for_update(of=ToolCall)
-)
-_CALL_STATUS = (
-    update(_CALLS)
-    .where(_CALLS.c.call_id == bindparam("p_id"))
-    .values(status=bindparam("p_status"), updated_at=bindparam("p_at"))
-)
-_CALL_RESULT = (
-    update(_CALLS)
-    .where(_CALLS.c.call_id == bindparam("p_id"))
-    .values(
-        status=bindparam("p_status"),
-        result=bindparam("p_result", type_=_CALLS.c.result.type),
-        updated_at=bindparam("p_at"),
-    )
-)
