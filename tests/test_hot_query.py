@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import bindparam, event, select, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from lomo.db.engine import Database
 from lomo.db.hot import HotQuery
@@ -180,3 +180,12 @@ async def test_a_lost_connection_raises_sqlalchemys_error_and_is_replaced(db: Da
         await s.rollback()
     async with db.session() as s:
         assert len(await STEPS.rows(s, task_id=task_id)) == 3
+
+
+async def test_a_missing_parameter_is_an_error_not_a_null(db: Database) -> None:
+    """A value left out raises on both paths instead of binding NULL (which would match
+    nothing and look like an empty result)."""
+    await _task(db)
+    async with db.sessionmaker() as s:
+        with pytest.raises(SQLAlchemyError, match="task_id"):
+            await STEPS.rows(s)

@@ -64,7 +64,7 @@ class _Compiled:
         )
 
     def params(self, given: dict[str, Any]) -> dict[str, Any]:
-        params = dict(self.compiled.construct_params(given, _check=False))
+        params = dict(self.compiled.construct_params(given))  # a missing value raises
         for key in self.expanding:
             params[key] = list(params[key])
         for key, proc in self.bind_processors.items():
