@@ -73,10 +73,6 @@ class RuntimeActivities:
         self.policy = ContextPolicy.of(deps.settings)
 
     # --- model steps ----------------------------------------------------------------
-    @activity.defn(name="model_step")
-    async def model_step(self, inp: StepInput) -> StepDecision:
-        return await self._model_step(inp)
-
     @staticmethod
     async def _turn_status(s: AsyncSession, inp: StepInput) -> None:
         """The turn's status (`running`), unless this step is stored (guarded by the task's
@@ -96,7 +92,8 @@ class RuntimeActivities:
                 s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False
             )
 
-    async def _model_step(self, inp: StepInput) -> StepDecision:
+    @activity.defn(name="model_step")
+    async def model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
             done = await STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
             if done is not None:  # the decision is persisted: never ask the model twice
@@ -186,10 +183,6 @@ class RuntimeActivities:
         return decision
 
     # --- tools ----------------------------------------------------------------------
-    @activity.defn(name="run_tool")
-    async def run_tool(self, inp: ToolInput) -> ToolOutcome:
-        return await self._run_tool(inp)
-
     async def _after_call(self, s: AsyncSession, inp: ToolInput, outcome: ToolOutcome) -> None:
         """The turn's last call reads the turn's state (and writes the status of a verdict
         that waits for the person) in the transaction that stores its result."""
@@ -208,7 +201,8 @@ class RuntimeActivities:
                 new_card=outcome.card_id,
             )
 
-    async def _run_tool(self, inp: ToolInput) -> ToolOutcome:
+    @activity.defn(name="run_tool")
+    async def run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
         async with self.db.session() as s:
             row = await LOCK_CALL.first(s, call_id=inp.call_id)
