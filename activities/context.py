@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.context_prefix import compare_prefix, profile_layout
@@ -37,14 +37,18 @@ from activities.context_rows import (
     MessageWindow,
     MsgRow,
     StepRow,
+    TaskLike,
+    bodies_reads,
     body,
     calls_by_step,
+    journal_reads,
     load_bodies,
     load_calls,
     load_messages,
     load_steps,
+    messages_read,
 )
-from activities.context_tail import dynamic_tail, task_header, visible_result
+from activities.context_tail import dynamic_tail, tail_reads, task_header, visible_result
 from activities.context_tools import (
     DOMAINS,
     domain_tool_names,
@@ -66,8 +70,8 @@ from llm.types import (
     ToolUseBlock,
 )
 from lomo.db.context import ContextSegment
-from lomo.db.hot import HotQuery
-from lomo.db.models import ModelStep, Task
+from lomo.db.hot import Bound, HotQuery, prefetched
+from lomo.db.models import ModelStep
 
 SYSTEM_RULES = (
     "You are Lomo, a creative agent working with one person over days. Answer in the "
@@ -79,8 +83,16 @@ SYSTEM_RULES = (
 
 
 # The last step's prefix record, by its id (ordering the task's steps by id and taking the
-# first made Postgres parse every step's stored context before sorting).
-_PREFIX = HotQuery(select(ModelStep.context["prefix"]).where(ModelStep.id == bindparam("id")))
+# first made Postgres parse every step's stored context before sorting); the id found by
+# the query itself, so it is read together with the steps.
+_PREFIX = HotQuery(
+    select(ModelStep.context["prefix"]).where(
+        ModelStep.id
+        == select(func.max(ModelStep.id))
+        .where(ModelStep.task_id == bindparam("task_id"))
+        .scalar_subquery()
+    )
+)
 _SUMMARIES = HotQuery(
     select(
         ContextSegment.segment,
@@ -118,9 +130,20 @@ class BuiltContext:
     steps_before: int = 0  # the task's stored steps when this context was built
 
 
+def context_reads(task_id: str, user_id: str) -> list[Bound]:
+    """The reads `build_context` starts with (none depends on another), for the model step
+    to prefetch together with its own (lomo/db/hot.py `prefetched`)."""
+    return [
+        *journal_reads(task_id),
+        _PREFIX.bind(task_id=task_id),
+        _SUMMARIES.bind(task_id=task_id),
+        *tail_reads(task_id, user_id),
+    ]
+
+
 async def build_context(
     session: AsyncSession,
-    task: Task,
+    task: TaskLike,
     turn: int,
     step: int,
     message_ids: list[str],
@@ -132,7 +155,7 @@ async def build_context(
     policy = policy or ContextPolicy()
     # Plain rows, no ORM objects (context_rows.py); bodies only for the steps shown in full.
     all_steps = await load_steps(session, task.id)
-    got = await _PREFIX.first(session, id=all_steps[-1].id) if all_steps else None
+    got = await _PREFIX.first(session, task_id=task.id)
     prev = got[0] if got else None
     call_rows = await load_calls(session, task.id)
     calls = {c.tool_use_id: c for c in call_rows}
@@ -170,21 +193,20 @@ async def build_context(
             need.update(range(k * size, min((k + 1) * size, n_now)))
     # Only the messages shown: the opening request, those of the steps shown in full or as
     # lines, and this step's (a long task's other messages are in its summaries).
-    msgs = await load_messages(
-        session,
-        task.id,
-        extras.excluded_messages,
-        window=MessageWindow(
-            from_turn=min((all_steps[i].turn for i in need), default=None),
-            opening=(all_steps[0].turn, all_steps[0].step) if all_steps else None,
-            ids=message_ids,
-        ),
+    window = MessageWindow(
+        from_turn=min((all_steps[i].turn for i in need), default=None),
+        opening=(all_steps[0].turn, all_steps[0].step) if all_steps else None,
+        ids=message_ids,
     )
+    in_full = [all_steps[i] for i in sorted(need)]
+    # The messages and the bodies in one round trip.
+    async with prefetched(session, messages_read(task.id, window), *bodies_reads(in_full, by_step)):
+        msgs = await load_messages(session, task.id, extras.excluded_messages, window)
+        await load_bodies(session, in_full, by_step)
     # Each step's messages, found once (looking them up per step was quadratic).
     msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
     for m in sorted(msgs.values(), key=lambda m: m.created_at):
         msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
-    await load_bodies(session, [all_steps[i] for i in sorted(need)], by_step)
     profile = profile_layout(prev, extras, n_now)
 
     def step_calls(steps: list[StepRow]) -> list[CallRow]:

@@ -18,8 +18,55 @@ from typing import Any, Protocol
 from sqlalchemy import ColumnElement, and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.hot import HotQuery
-from lomo.db.models import Card, ChecklistItem, GenerationOrder, MessageRow, ModelStep, ToolCall
+from lomo.db.hot import Bound, HotQuery
+from lomo.db.models import (
+    Card,
+    ChecklistItem,
+    GenerationOrder,
+    MessageRow,
+    ModelStep,
+    Task,
+    ToolCall,
+)
+
+
+class TaskLike(Protocol):
+    """What the context builder reads of a task: a `TaskHead` or a `Task`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def language(self) -> str: ...
+    @property
+    def goal(self) -> str: ...
+    @property
+    def briefing(self) -> str: ...
+    @property
+    def turn(self) -> int: ...
+
+
+@dataclass(slots=True)
+class TaskHead:
+    """The task's columns a model step reads (an ORM `Task` cost a round trip of its own)."""
+
+    id: str
+    user_id: str
+    kind: str
+    language: str
+    goal: str
+    briefing: str
+    turn: int
+
+
+TASK_HEAD = HotQuery(
+    select(
+        Task.id, Task.user_id, Task.kind, Task.language, Task.goal, Task.briefing, Task.turn
+    ).where(Task.id == bindparam("task_id"))
+)
 
 
 class StepLike(Protocol):
@@ -121,6 +168,11 @@ _CALL_BODIES = HotQuery(
 )
 
 
+def journal_reads(task_id: str) -> list[Bound]:
+    """The reads of `load_steps` and `load_calls`, to prefetch with a step's other reads."""
+    return [_STEPS.bind(task_id=task_id), _CALLS.bind(task_id=task_id)]
+
+
 async def load_steps(session: AsyncSession, task_id: str) -> list[StepRow]:
     """The task's steps in order, without their context and response (a stored context holds
     the whole text it was sent: loading it for every earlier step was quadratic)."""
@@ -175,13 +227,8 @@ def _messages_query(window: MessageWindow | None) -> HotQuery:
     return q
 
 
-async def load_messages(
-    session: AsyncSession,
-    task_id: str,
-    excluded: set[str] | frozenset[str] = frozenset(),
-    window: MessageWindow | None = None,
-) -> dict[str, MsgRow]:
-    """The task's messages (without `excluded`); with a `window`, only those in it."""
+def messages_read(task_id: str, window: MessageWindow | None = None) -> Bound:
+    """The read of `load_messages`."""
     params: dict[str, Any] = {"task_id": task_id}
     if window is not None:
         if window.ids:
@@ -190,7 +237,18 @@ async def load_messages(
             params["from_turn"] = window.from_turn
         if window.opening is not None:
             params["open_turn"], params["open_step"] = window.opening
-    rows = await _messages_query(window).rows(session, **params)
+    return _messages_query(window).bind(**params)
+
+
+async def load_messages(
+    session: AsyncSession,
+    task_id: str,
+    excluded: set[str] | frozenset[str] = frozenset(),
+    window: MessageWindow | None = None,
+) -> dict[str, MsgRow]:
+    """The task's messages (without `excluded`); with a `window`, only those in it."""
+    read = messages_read(task_id, window)
+    rows = await read.query.rows(session, **read.params)
     return {r[0]: MsgRow(*r) for r in rows if r[0] not in excluded}
 
 
@@ -212,6 +270,21 @@ def calls_by_step(calls: list[CallRow]) -> dict[tuple[int, int], list[CallRow]]:
     return out
 
 
+def _shown_calls(
+    steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
+) -> dict[str, CallRow]:
+    return {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
+
+
+def bodies_reads(
+    steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
+) -> list[Bound]:
+    """The reads of `load_bodies`."""
+    calls = _shown_calls(steps, calls_by_step)
+    reads = [_RESPONSES.bind(ids=[s.id for s in steps])] if steps else []
+    return reads + ([_CALL_BODIES.bind(ids=list(calls))] if calls else [])
+
+
 async def load_bodies(
     session: AsyncSession, steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
 ) -> None:
@@ -222,7 +295,7 @@ async def load_bodies(
     response: dict[int, Any] = {i: r for i, r in rows}
     for st in steps:
         st.response = response[st.id]
-    calls = {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
+    calls = _shown_calls(steps, calls_by_step)
     if not calls:
         return
     for cid, inp, res in await _CALL_BODIES.rows(session, ids=list(calls)):
@@ -288,6 +361,15 @@ _ORDERS = HotQuery(
         GenerationOrder.error,
     ).where(GenerationOrder.task_id == bindparam("task_id"))
 )
+
+
+def state_reads(task_id: str) -> list[Bound]:
+    """The reads of `load_item_rows` and `load_card_rows` (the turn's state reads both)."""
+    return [_ITEMS.bind(task_id=task_id), _CARDS.bind(task_id=task_id)]
+
+
+def order_read(task_id: str) -> Bound:
+    return _ORDERS.bind(task_id=task_id)
 
 
 async def load_item_rows(session: AsyncSession, task_id: str) -> list[ItemRow]:

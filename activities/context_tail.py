@@ -11,17 +11,25 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context_rows import load_card_rows, load_item_rows, load_order_rows
+from activities.context_rows import (
+    TaskLike,
+    load_card_rows,
+    load_item_rows,
+    load_order_rows,
+    order_read,
+    state_reads,
+)
 from flows.graph import run_of_call
+from flows.models import FlowRun
 from flows.runs import progress_lines
-from lomo.db.hot import HotQuery
-from lomo.db.models import Task, WorkObject
+from lomo.db.hot import Bound, HotQuery
+from lomo.db.models import WorkObject
 
 if TYPE_CHECKING:
     from activities.context import ContextExtras
 
 
-def task_header(task: Task) -> str:
+def task_header(task: TaskLike) -> str:
     """The task's lines that change only when forgetting scrubs them (in the system prompt,
     after the profile)."""
     lines = [
@@ -33,9 +41,19 @@ def task_header(task: Task) -> str:
     return "\n".join(lines)
 
 
+def tail_reads(task_id: str, user_id: str) -> list[Bound]:
+    """The reads of `dynamic_tail`, to prefetch with a step's other reads."""
+    return [
+        *state_reads(task_id),
+        order_read(task_id),
+        _RECENT_ASSETS.bind(user_id=user_id),
+        _HAS_RUNS.bind(task_id=task_id),
+    ]
+
+
 async def dynamic_tail(
     session: AsyncSession,
-    task: Task,
+    task: TaskLike,
     since: datetime | None,
     reported: set[str],
     extras: ContextExtras,
@@ -83,7 +101,8 @@ async def dynamic_tail(
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
     for oid, name, created_at in await _RECENT_ASSETS.rows(session, user_id=task.user_id):
         lines.append(f"[runtime] recent asset {oid}: {name} ({created_at:%Y-%m-%d})")
-    lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
+    if await _HAS_RUNS.first(session, task_id=task.id):  # most tasks never run a flow
+        lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
     lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
     lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
     lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
@@ -97,6 +116,8 @@ _RECENT_ASSETS = HotQuery(
     .order_by(WorkObject.created_at.desc())
     .limit(5)
 )
+
+_HAS_RUNS = HotQuery(select(FlowRun.id).where(FlowRun.task_id == bindparam("task_id")).limit(1))
 
 
 def _after(t: datetime | None, since: datetime | None) -> bool:

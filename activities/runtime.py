@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.context import ContextExtras, build_context
+from activities.context import ContextExtras, build_context, context_reads
+from activities.context_rows import TASK_HEAD, TaskHead
 from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
 from activities.runtime_db import (
     CALL_RESULT,
     CALL_STATUS,
-    CALLS,
     LOCK_CALL,
     MARK_PROCESSED,
+    PLAN_CALL,
     STORE_STEP,
     STORED_STEP,
     TASK_TURN,
     end_status,
+    message_texts,
     read_turn_state,
     retrieval_query,
     steps_upto,
@@ -36,10 +37,11 @@ from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, erro
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
+from lomo.db.hot import execute_all, prefetched
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.events import append_event
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
-from memory.context import exclusions, memory_for_context, record_usage
+from memory.context import exclusion_reads, exclusions, memory_for_context, record_usage
 from workflows.types import (
     CardRef,
     CardState,
@@ -53,7 +55,7 @@ from workflows.types import (
     TurnState,
     TurnStateInput,
 )
-from workspace.notices import notices_for_context
+from workspace.notices import notice_read, notices_for_context
 
 log = logging.getLogger(__name__)
 # A call waiting for the person's confirmation is not final: it runs again once answered.
@@ -95,35 +97,68 @@ class RuntimeActivities:
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
-            done = await STORED_STEP.first(s, task_id=inp.task_id, turn=inp.turn, step=inp.step)
-            if done is not None:  # the decision is persisted: never ask the model twice
+            # Reads go out together (lomo/db/hot.py): first what decides the path and what
+            # memory needs, then everything the context is built from in one round trip.
+            first = [
+                STORED_STEP.bind(task_id=inp.task_id, turn=inp.turn, step=inp.step),
+                TASK_HEAD.bind(task_id=inp.task_id),
+            ]
+            if inp.message_ids:
+                first.append(message_texts(inp.message_ids))
+            stored, head, *texts = await execute_all(s, *first)
+            if stored:  # the decision is persisted: never ask the model twice
+                step_id, response = stored[0]
                 await self._turn_status(s, inp)
-                n = await steps_upto(s, inp.task_id, done[0])
-                decision = _decision(ModelResponse.from_dict(done[1]), self.policy.closing(n))
+                n = await steps_upto(s, inp.task_id, step_id)
+                decision = _decision(ModelResponse.from_dict(response), self.policy.closing(n))
                 await self._end_of_step(s, inp, decision)
                 return decision
-            task = await s.get(Task, inp.task_id)
-            if task is None:
+            if not head:
                 raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
             # The context shows the turn it is built for; the row itself is written with
             # the stored step below, so building the context writes nothing.
-            set_committed_value(task, "turn", inp.turn)
-            user_id, query = task.user_id, await retrieval_query(s, task, inp.message_ids)
-            # Memory degrades to "none this step" on its own (timeout inside); never fails.
-            mem = await memory_for_context(self.deps, user_id, inp.task_id, query)
-            excl = await exclusions(s, user_id)
-            extras = ContextExtras(
-                profile=mem.profile_text,
-                profile_version=mem.profile_version,
-                memories=mem.items,
-                notices=await notices_for_context(s, inp.task_id),
-                degraded=[f"memory: {mem.degraded}"] if mem.degraded else [],
-                excluded_messages=excl.message_ids,
-                excluded_steps={(t, n) for tid, t, n in excl.step_keys if tid == inp.task_id},
+            task = TaskHead(*head[0])
+            task.turn = inp.turn
+            user_id = task.user_id
+            query = retrieval_query(task.goal, [r[0] for r in texts[0]] if texts else [])
+            # Memory reads in its own session and degrades on its own (timeout inside, never
+            # raises): it runs while this session reads.
+            memory = asyncio.ensure_future(
+                memory_for_context(self.deps, user_id, inp.task_id, query)
             )
-            built = await build_context(
-                s, task, inp.turn, inp.step, inp.message_ids, self.tools, extras, self.policy
-            )
+            try:
+                async with prefetched(
+                    s,
+                    *exclusion_reads(user_id),
+                    notice_read(inp.task_id),
+                    *context_reads(inp.task_id, user_id),
+                ):
+                    excl = await exclusions(s, user_id)
+                    notices = await notices_for_context(s, inp.task_id)
+                    mem = await memory
+                    extras = ContextExtras(
+                        profile=mem.profile_text,
+                        profile_version=mem.profile_version,
+                        memories=mem.items,
+                        notices=notices,
+                        degraded=[f"memory: {mem.degraded}"] if mem.degraded else [],
+                        excluded_messages=excl.message_ids,
+                        excluded_steps={
+                            (t, n) for tid, t, n in excl.step_keys if tid == inp.task_id
+                        },
+                    )
+                    built = await build_context(
+                        s,
+                        task,
+                        inp.turn,
+                        inp.step,
+                        inp.message_ids,
+                        self.tools,
+                        extras,
+                        self.policy,
+                    )
+            finally:
+                memory.cancel()  # only if this step failed before taking its result
             # Written last in the read transaction, not in a session of its own before it
             # (issue 14): the person sees `running` as the model is asked, and the writer's
             # turn (SQLite) is not held while memory is searched.
@@ -131,45 +166,40 @@ class RuntimeActivities:
         async with heartbeating():
             resp = await self.provider.complete(built.request)
         async with self.db.session() as s:
-            # Plain INSERTs (no unit-of-work flush): the unique (task, turn, step) makes a
-            # concurrent attempt's insert fail this transaction instead of adding a step.
-            conn = await s.connection()
-            step_key = {"p_task": inp.task_id, "p_turn": inp.turn, "p_step": inp.step}
+            # Plain INSERTs (no unit-of-work flush), sent together (lomo/db/hot.py): the
+            # unique (task, turn, step) makes a concurrent attempt's insert fail this
+            # transaction instead of adding a step.
+            at = now()
+            key = {"p_task": inp.task_id, "p_turn": inp.turn, "p_step": inp.step, "p_at": at}
             context = {
                 "layers": built.layers,
                 "tools": built.visible_tools,
                 "reported_orders": built.reported_orders,
                 "prefix": built.prefix,
             }
-            await conn.execute(
-                STORE_STEP,
-                {
-                    **step_key,
-                    "p_context": context,
-                    "p_response": resp.to_dict(),
-                    "p_reported": built.reported_orders or None,
-                },
+            await execute_all(
+                s,
+                STORE_STEP.bind(
+                    **key,
+                    p_context=context,
+                    p_response=resp.to_dict(),
+                    p_reported=built.reported_orders or None,
+                ),
+                MARK_PROCESSED.bind(**key, p_ids=inp.message_ids),
+                # No read of the row: the person is known from the read above.
+                TASK_TURN.bind(**key),
+                *(
+                    PLAN_CALL.bind(
+                        p_id=f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
+                        p_task=inp.task_id,
+                        p_use=use.id,
+                        p_name=use.name,
+                        p_input=use.input,
+                        p_at=at,
+                    )
+                    for i, use in enumerate(resp.tool_uses)
+                ),
             )
-            await conn.execute(MARK_PROCESSED, {**step_key, "p_ids": inp.message_ids})
-            # One UPDATE, no read of the row: the person is known from the read above.
-            await conn.execute(TASK_TURN, {**step_key, "p_at": now()})
-            if resp.tool_uses:
-                # Parameters as a list (executemany), not a multi-row VALUES: that one has no
-                # cache key, so SQLAlchemy compiled it again on every step.
-                await conn.execute(
-                    insert(CALLS),
-                    [
-                        {
-                            "call_id": f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
-                            "task_id": inp.task_id,
-                            "tool_use_id": use.id,
-                            "name": use.name,
-                            "input": use.input,
-                            "status": "planned",
-                        }
-                        for i, use in enumerate(resp.tool_uses)
-                    ],
-                )
             if resp.text:
                 await append_event(
                     s, user_id, "task.reply", {"task_id": inp.task_id, "text": resp.text}
@@ -218,10 +248,7 @@ class RuntimeActivities:
             unseen = (
                 await note_unloaded(s, inp.task_id, inp.call_id, tool, self.tools) if tool else None
             )
-            conn = await s.connection()
-            await conn.execute(
-                CALL_STATUS, {"p_id": inp.call_id, "p_status": "started", "p_at": now()}
-            )
+            await execute_all(s, CALL_STATUS.bind(p_id=inp.call_id, p_status="started", p_at=now()))
             args = dict(args)
         if tool is None:
             res = error(f"unknown tool {name}")
@@ -268,10 +295,11 @@ class RuntimeActivities:
                     record,
                     self.deps.settings.tool_output_inline_chars,
                 )
-            conn = await s.connection()
-            await conn.execute(
-                CALL_RESULT,
-                {"p_id": inp.call_id, "p_status": res.status, "p_result": record, "p_at": now()},
+            await execute_all(
+                s,
+                CALL_RESULT.bind(
+                    p_id=inp.call_id, p_status=res.status, p_result=record, p_at=now()
+                ),
             )
             outcome = _outcome(res.status, record)
             await self._after_call(s, inp, outcome)

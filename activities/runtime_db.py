@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, Update, bindparam, func, insert, or_, select, update
+from sqlalchemy import Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio.exceptions import ApplicationError
 
 from activities.checklist import CLOSED
 from activities.context_rows import load_card_rows, load_item_rows
 from lomo import clock
-from lomo.db.hot import HotQuery
+from lomo.db.hot import Bound, HotQuery, execute_all
 from lomo.db.models import Card, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event
 from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
@@ -40,12 +40,13 @@ STORED_STEP = HotQuery(
 )
 
 
-async def retrieval_query(s: AsyncSession, task: Task, message_ids: list[str]) -> str:
+def retrieval_query(goal: str, texts: list[str]) -> str:
     """What memory is retrieved for: the task's goal and the person's newest words."""
-    texts = [task.goal]
-    if message_ids:
-        texts.extend(await _MESSAGE_TEXTS.scalars(s, ids=message_ids))
-    return "\n".join(texts)[:2000]
+    return "\n".join([goal, *texts])[:2000]
+
+
+def message_texts(message_ids: list[str]) -> Bound:
+    return _MESSAGE_TEXTS.bind(ids=message_ids)
 
 
 async def steps_upto(s: AsyncSession, task_id: str, step_id: int | None) -> int:
@@ -71,9 +72,8 @@ async def write_status(s: AsyncSession, inp: StatusInput) -> None:
         "p_turn": inp.only_at_turn,
     }
     stmt = _status_update(bool(inp.kind), bool(inp.only_before_turn), bool(inp.only_at_turn))
-    conn = await s.connection()
-    user_id = await conn.scalar(stmt, params)
-    if user_id is None:
+    changed = (await execute_all(s, stmt.bind(**params)))[0]
+    if not changed:
         task = await s.get(Task, inp.task_id, with_for_update=True)
         if task is None:
             raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
@@ -89,7 +89,7 @@ async def write_status(s: AsyncSession, inp: StatusInput) -> None:
         )
     await append_event(
         s,
-        user_id,
+        changed[0][0],
         "task.status",
         {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason},
     )
@@ -147,17 +147,20 @@ async def read_turn_state(s: AsyncSession, task_id: str, turn: int) -> TurnState
 _TASKS: Table = Task.__table__  # type: ignore[assignment]
 _MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
 _STEPS: Table = ModelStep.__table__  # type: ignore[assignment]
-CALLS: Table = ToolCall.__table__  # type: ignore[assignment]
-_STATUS_UPDATES: dict[tuple[bool, bool, bool], Update] = {}
-STORE_STEP = insert(_STEPS).values(
-    task_id=bindparam("p_task"),
-    turn=bindparam("p_turn"),
-    step=bindparam("p_step"),
-    context=bindparam("p_context", type_=_STEPS.c.context.type),
-    response=bindparam("p_response", type_=_STEPS.c.response.type),
-    reported_orders=bindparam("p_reported", type_=_STEPS.c.reported_orders.type),
+_CALLS: Table = ToolCall.__table__  # type: ignore[assignment]
+_STATUS_UPDATES: dict[tuple[bool, bool, bool], HotQuery] = {}
+STORE_STEP = HotQuery(
+    insert(_STEPS).values(
+        task_id=bindparam("p_task"),
+        turn=bindparam("p_turn"),
+        step=bindparam("p_step"),
+        context=bindparam("p_context", type_=_STEPS.c.context.type),
+        response=bindparam("p_response", type_=_STEPS.c.response.type),
+        reported_orders=bindparam("p_reported", type_=_STEPS.c.reported_orders.type),
+        created_at=bindparam("p_at"),
+    )
 )
-MARK_PROCESSED = (
+MARK_PROCESSED = HotQuery(
     update(_MESSAGES)
     .where(_MESSAGES.c.id.in_(bindparam("p_ids", expanding=True)))
     .values(
@@ -166,18 +169,30 @@ MARK_PROCESSED = (
         task_id=bindparam("p_task"),
     )
 )
-TASK_TURN = (
+TASK_TURN = HotQuery(
     update(_TASKS)
     .where(_TASKS.c.id == bindparam("p_task"))
     .values(turn=bindparam("p_turn"), updated_at=bindparam("p_at"))
 )
+PLAN_CALL = HotQuery(
+    insert(_CALLS).values(
+        call_id=bindparam("p_id"),
+        task_id=bindparam("p_task"),
+        tool_use_id=bindparam("p_use"),
+        name=bindparam("p_name"),
+        input=bindparam("p_input", type_=_CALLS.c.input.type),
+        status="planned",
+        created_at=bindparam("p_at"),
+        updated_at=bindparam("p_at"),
+    )
+)
 
 
-def _status_update(kind: bool, before: bool, at: bool) -> Update:
+def _status_update(kind: bool, before: bool, at: bool) -> HotQuery:
     """The status UPDATE of one shape (with a kind, guarded by the turn before or at)."""
-    stmt = _STATUS_UPDATES.get((kind, before, at))
-    if stmt is not None:
-        return stmt
+    got = _STATUS_UPDATES.get((kind, before, at))
+    if got is not None:
+        return got
     t = _TASKS.c
     where = [
         t.id == bindparam("p_id"),
@@ -194,9 +209,9 @@ def _status_update(kind: bool, before: bool, at: bool) -> Update:
     }
     if kind:
         values["kind"] = bindparam("p_kind")
-    stmt = update(_TASKS).where(*where).values(**values).returning(t.user_id)
-    _STATUS_UPDATES[(kind, before, at)] = stmt
-    return stmt
+    q = HotQuery(update(_TASKS).where(*where).values(**values).returning(t.user_id))
+    _STATUS_UPDATES[(kind, before, at)] = q
+    return q
 
 
 # The call's journal row, locked (one attempt at a time past this point), with its person.
@@ -206,17 +221,17 @@ LOCK_CALL = HotQuery(
     .where(ToolCall.call_id == bindparam("call_id"))
     .with_for_update(of=ToolCall)
 )
-CALL_STATUS = (
-    update(CALLS)
-    .where(CALLS.c.call_id == bindparam("p_id"))
+CALL_STATUS = HotQuery(
+    update(_CALLS)
+    .where(_CALLS.c.call_id == bindparam("p_id"))
     .values(status=bindparam("p_status"), updated_at=bindparam("p_at"))
 )
-CALL_RESULT = (
-    update(CALLS)
-    .where(CALLS.c.call_id == bindparam("p_id"))
+CALL_RESULT = HotQuery(
+    update(_CALLS)
+    .where(_CALLS.c.call_id == bindparam("p_id"))
     .values(
         status=bindparam("p_status"),
-        result=bindparam("p_result", type_=CALLS.c.result.type),
+        result=bindparam("p_result", type_=_CALLS.c.result.type),
         updated_at=bindparam("p_at"),
     )
 )

@@ -16,6 +16,7 @@ from sqlalchemy import DateTime, String, Table, bindparam, event, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from lomo.db.hot import HotQuery, execute_all
 from lomo.db.models import Event, User, utcnow
 
 
@@ -32,7 +33,8 @@ async def append_event(
     at = utcnow()
     if conn.dialect.name == "postgresql":
         params = {"p_user": user_id, "p_type": type_, "p_data": data, "p_at": at}
-        seq = await conn.scalar(_APPEND_IN_ONE, params)
+        rows = (await execute_all(session, _APPEND_IN_ONE.bind(**params)))[0]
+        seq = rows[0][0] if rows else None
     else:  # SQLite has no UPDATE inside a WITH: the counter, then the row
         seq = await conn.scalar(_BUMP, {"p_user": user_id})
         if seq is not None:
@@ -61,7 +63,7 @@ _BUMP = (
 # One statement on Postgres: the counter's UPDATE in a WITH, the event inserted from its
 # RETURNING; no row when the person does not exist.
 _BUMPED = _BUMP.cte("bump")
-_APPEND_IN_ONE = (
+_APPEND_IN_ONE = HotQuery(
     insert(_EVENTS)
     .from_select(
         ["user_id", "seq", "type", "data", "created_at"],

@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import HotQuery
+from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
@@ -216,6 +216,11 @@ async def record_usage(
         if vid not in have:
             session.add(MemoryUsage(task_id=task_id, turn=turn, step=step, version_id=vid))
     await session.flush()
+
+
+def exclusion_reads(user_id: str) -> list[Bound]:
+    """The first reads of `exclusions`, to prefetch with a step's other reads."""
+    return [_FORGOTTEN_MESSAGES.bind(user_id=user_id), _STEPS_OF_DELETED.bind(user_id=user_id)]
 
 
 async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:

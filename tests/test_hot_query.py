@@ -1,6 +1,7 @@
 """`HotQuery` returns the rows the session returns, on Postgres (the driver path) and on
 SQLite (the session path): JSON, timestamps, NULLs, expanding IN and NOT IN with many, one
-and no values, JSON paths, and the caller's unflushed and uncommitted changes."""
+and no values, JSON paths, and the caller's unflushed and uncommitted changes; and
+statements sent together (`execute_all`, a pipeline on Postgres) and prefetched."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import bindparam, event, select, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy import bindparam, event, insert, select, text, update
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from lomo.db.engine import Database
-from lomo.db.hot import HotQuery
+from lomo.db.hot import HotQuery, execute_all, prefetched
 from lomo.db.models import MessageRow, ModelStep, Task
 from lomo.ids import new_id
 from tests.conftest import PG_ADMIN
@@ -189,3 +190,104 @@ async def test_a_missing_parameter_is_an_error_not_a_null(db: Database) -> None:
     async with db.sessionmaker() as s:
         with pytest.raises(SQLAlchemyError, match="task_id"):
             await STEPS.rows(s)
+
+
+# --- several statements at once: `execute_all` (a pipeline on Postgres) and `prefetched` ---
+TASK_TURN = HotQuery(select(Task.turn).where(Task.id == bindparam("task_id")))
+SET_TURN = HotQuery(
+    update(Task.__table__)  # type: ignore[arg-type]
+    .where(Task.__table__.c.id == bindparam("p_id"))
+    .values(turn=bindparam("p_turn"), updated_at=bindparam("p_at"))
+    .returning(Task.__table__.c.turn)
+)
+MOVE_STEP = HotQuery(
+    update(ModelStep.__table__)  # type: ignore[arg-type]
+    .where(ModelStep.__table__.c.id == bindparam("p_id"))
+    .values(step=bindparam("p_step"))
+)
+
+
+async def test_execute_all_answers_each_statement_as_alone(db: Database) -> None:
+    """Reads and writes sent together give each its own rows, in order; a write without
+    RETURNING gives none; the writes are in the caller's transaction."""
+    _, task_id, ids = await _task(db)
+    async with db.session() as s:
+        steps, turn, moved, none, prefix, after = await execute_all(
+            s,
+            STEPS.bind(task_id=task_id),
+            SET_TURN.bind(p_id=task_id, p_turn=7, p_at=T0),
+            MOVE_STEP.bind(p_id=ids[0], p_step=5),
+            BY_IDS.bind(ids=[]),
+            PREFIX.bind(id=ids[2]),
+            STEPS.bind(task_id=task_id),
+        )
+        assert steps == await _session_rows(db, STEPS, task_id=task_id)
+        assert turn == [(7,)]
+        assert moved == [] and none == []
+        assert prefix == [({"n": 2, "keys": ["a", "ü"]},)]
+        assert [r[2] for r in after] == [5, 0, 0]  # the write before it is seen
+        await s.rollback()
+    async with db.session() as s:
+        assert await TASK_TURN.scalars(s, task_id=task_id) == [0]
+
+
+async def test_a_failing_statement_fails_the_batch_and_the_session_recovers(
+    db: Database,
+) -> None:
+    """A unique violation in the middle raises SQLAlchemy's IntegrityError; nothing of the
+    batch is kept, and the session works again after its rollback."""
+    _, task_id, _ = await _task(db)
+    store = HotQuery(
+        insert(ModelStep.__table__).values(  # type: ignore[arg-type]
+            task_id=bindparam("p_task"),
+            turn=bindparam("p_turn"),
+            step=0,
+            context={},
+            response={},
+            created_at=bindparam("p_at"),
+        )
+    )
+    async with db.sessionmaker() as s:
+        with pytest.raises(IntegrityError):
+            await execute_all(
+                s,
+                SET_TURN.bind(p_id=task_id, p_turn=9, p_at=T0),
+                store.bind(p_task=task_id, p_turn=1, p_at=T0),  # (task, 1, 0) exists
+                STEPS.bind(task_id=task_id),
+            )
+        await s.rollback()
+        assert await TASK_TURN.scalars(s, task_id=task_id) == [0]
+        assert len(await STEPS.rows(s, task_id=task_id)) == 3
+
+
+def test_a_write_that_needs_a_python_default_is_refused_when_built() -> None:
+    """The driver path skips SQLAlchemy's Python-side defaults: a write leaving such a
+    column out would insert NULL, so it is refused when built, on every dialect."""
+    with pytest.raises(ValueError, match="created_at"):
+        HotQuery(insert(ModelStep.__table__).values(task_id=bindparam("t")))  # type: ignore[arg-type]
+
+
+async def test_prefetched_reads_answer_once_from_what_was_fetched(db: Database) -> None:
+    """Inside the block a read with the same values answers from the prefetch (a change
+    committed meanwhile is not seen, which shows no second query ran), once; another
+    value, a second ask, and any ask after the block go to the database."""
+    _, task_id, ids = await _task(db)
+    async with db.sessionmaker() as s:
+        async with prefetched(s, TASK_TURN.bind(task_id=task_id), BY_IDS.bind(ids=ids[:2])):
+            async with db.session() as other:
+                await other.execute(update(Task).where(Task.id == task_id).values(turn=3))
+            assert await TASK_TURN.scalars(s, task_id=task_id) == [0]  # prefetched
+            assert await TASK_TURN.scalars(s, task_id=task_id) == [3]  # asked again
+            assert sorted(await BY_IDS.scalars(s, ids=ids[:1])) == [1]  # other values
+        assert sorted(await BY_IDS.scalars(s, ids=ids[:2])) == [1, 2]  # dropped on leaving
+        await s.rollback()
+
+
+async def test_a_pending_change_makes_prefetched_reads_ask_again(db: Database) -> None:
+    user, task_id, _ = await _task(db)
+    mid = f"msg_{task_id}_q"
+    async with db.sessionmaker() as s:
+        async with prefetched(s, MSGS.bind(task_id=task_id)):
+            s.add(MessageRow(id=mid, user_id=user, task_id=task_id, text="pending"))
+            assert await MSGS.rows(s, task_id=task_id) == [(mid, "pending", None)]
+        await s.rollback()

@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.hot import HotQuery
+from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
 from workspace.diff import summarize_change
 from workspace.store import describe_author
 
 MAX_NOTICES = 10
+
+
+def notice_read(task_id: str) -> Bound:
+    """The read `notices_for_context` starts with, to prefetch with a step's other reads."""
+    return _LINKED.bind(task_id=task_id)
 
 
 async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
