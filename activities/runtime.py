@@ -13,7 +13,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.context import ContextExtras, build_context, context_reads
-from activities.context_rows import TASK_HEAD, TaskHead
+from activities.context_rows import TASK_HEAD, TaskHead, state_reads
 from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
 from activities.runtime_db import (
@@ -177,7 +177,11 @@ class RuntimeActivities:
                 "reported_orders": built.reported_orders,
                 "prefix": built.prefix,
             }
-            await execute_all(
+            # The steps before this one plus this one.
+            decision = _decision(resp, self.policy.closing(built.steps_before + 1))
+            # The turn's state, should this step end the turn, read in the same round trip.
+            ends = decision.end_turn and not decision.calls
+            async with prefetched(
                 s,
                 STORE_STEP.bind(
                     **key,
@@ -199,16 +203,15 @@ class RuntimeActivities:
                     )
                     for i, use in enumerate(resp.tool_uses)
                 ),
-            )
-            if resp.text:
-                await append_event(
-                    s, user_id, "task.reply", {"task_id": inp.task_id, "text": resp.text}
-                )
-            # Which memory versions this output drew on: forgetting one excludes it later.
-            await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
-            # The steps before this one plus this one.
-            decision = _decision(resp, self.policy.closing(built.steps_before + 1))
-            await self._end_of_step(s, inp, decision)
+                *(state_reads(inp.task_id) if ends else []),
+            ):
+                if resp.text:
+                    await append_event(
+                        s, user_id, "task.reply", {"task_id": inp.task_id, "text": resp.text}
+                    )
+                # Which memory versions this output drew on: forgetting one excludes it.
+                await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
+                await self._end_of_step(s, inp, decision)
         MODEL_STEPS.inc()
         return decision
 
@@ -295,14 +298,16 @@ class RuntimeActivities:
                     record,
                     self.deps.settings.tool_output_inline_chars,
                 )
-            await execute_all(
+            outcome = _outcome(res.status, record)
+            # The turn's state, if this call ends the turn, read in the same round trip.
+            async with prefetched(
                 s,
                 CALL_RESULT.bind(
                     p_id=inp.call_id, p_status=res.status, p_result=record, p_at=now()
                 ),
-            )
-            outcome = _outcome(res.status, record)
-            await self._after_call(s, inp, outcome)
+                *(state_reads(inp.task_id) if inp.turn_state_for else []),
+            ):
+                await self._after_call(s, inp, outcome)
         TOOL_CALLS.labels(name, res.status).inc()
         return outcome
 

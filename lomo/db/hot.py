@@ -228,10 +228,11 @@ async def _through_session(s: AsyncSession, b: Bound) -> Rows:
 
 @asynccontextmanager
 async def prefetched(s: AsyncSession, *reads: Bound) -> AsyncIterator[None]:
-    """Fetch `reads` together now; inside the block `HotQuery.rows` with the same query and
+    """Run `reads` together now; inside the block `HotQuery.rows` with the same query and
     values answers from them, once each. For a read phase: a pending change in the session
     makes reads ask the database again, and what is left is dropped on leaving (rows read
-    before a write of the caller's own would be stale after it)."""
+    before a write of the caller's own would be stale after it). Writes may lead the list:
+    the statements run in order, so the reads after them see them."""
     rows = await execute_all(s, *reads)
     pre: dict[tuple[int, Any], Rows] = s.info.setdefault(_PREFETCH, {})
     for r, got in zip(reads, rows, strict=True):
