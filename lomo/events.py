@@ -12,7 +12,7 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import DateTime, String, Table, bindparam, event, insert, select, update
+from sqlalchemy import CTE, DateTime, String, Table, bindparam, event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -42,11 +42,45 @@ async def append_event(
             await conn.execute(insert(_EVENTS), row)
     if seq is None:
         raise LookupError(f"no user {user_id}")
+    ring_on_commit(session, user_id)
+    return int(seq)
+
+
+def ring_on_commit(session: AsyncSession, user_id: str) -> None:
+    """Wake the person's event streams in this process once the caller commits (for a
+    writer that appended an event by `event_after`)."""
     rings: set[str] = session.sync_session.info.setdefault("lomo_rings", set())
     if not rings:
         event.listen(session.sync_session, "after_commit", _ring_after_commit, once=True)
     rings.add(user_id)
-    return int(seq)
+
+
+def event_after(source: CTE) -> HotQuery:
+    """Postgres, one statement: for the person in each row of `source` (a write's RETURNING
+    `user_id`, as a CTE), the counter bumped and an event appended; its values `p_type`,
+    `p_data`, `p_ev_at`. Returns the persons, to `ring_on_commit`; no row when `source`
+    wrote none (a conditional write that changed nothing appends nothing)."""
+    bump = (
+        update(_USERS)
+        .where(_USERS.c.id.in_(select(source.c.user_id)))
+        .values(event_seq=_USERS.c.event_seq + 1)
+        .returning(_USERS.c.id, _USERS.c.event_seq)
+        .cte("bump")
+    )
+    return HotQuery(
+        insert(_EVENTS)
+        .from_select(
+            ["user_id", "seq", "type", "data", "created_at"],
+            select(
+                bump.c.id,
+                bump.c.event_seq,
+                bindparam("p_type", type_=String()),
+                bindparam("p_data", type_=_EVENTS.c.data.type),
+                bindparam("p_ev_at", type_=DateTime(timezone=True)),
+            ),
+        )
+        .returning(_EVENTS.c.user_id)
+    )
 
 
 # The statements are built once, on the Core tables (three events per agent step): building

@@ -1,0 +1,95 @@
+"""`write_status` (activities/runtime_db.py), on SQLite and on Postgres, where the UPDATE and
+its event are one statement: a change appends exactly one `task.status` event and wakes
+the person's streams on commit; no change, a turn guard that does not hold, or a kind-only
+change appends none; a terminal status expires open cards; no task is an error."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import select
+from temporalio.exceptions import ApplicationError
+
+from activities.runtime_db import write_status
+from lomo.cards import create_card
+from lomo.db.engine import Database
+from lomo.db.models import Card, Event, Task
+from lomo.events import BELL
+from lomo.ids import new_id
+from tests.runtime_support import new_user
+from workflows.types import StatusInput
+
+
+async def _task(db: Database) -> tuple[str, str]:
+    user = await new_user(db)
+    task_id = new_id("tsk")
+    async with db.session() as s:
+        s.add(Task(id=task_id, user_id=user, kind="oneoff", status="running", goal="g", turn=2))
+    return user, task_id
+
+
+async def _status_events(db: Database, user: str) -> list[dict[str, object]]:
+    async with db.session() as s:
+        rows = await s.scalars(
+            select(Event)
+            .where(Event.user_id == user, Event.type == "task.status")
+            .order_by(Event.seq)
+        )
+        return [e.data for e in rows]
+
+
+async def test_a_change_appends_one_event_and_rings_on_commit(db: Database) -> None:
+    user, task_id = await _task(db)
+    ev = BELL.waiter(user)
+    try:
+        async with db.session() as s:
+            await write_status(s, StatusInput(task_id, "waiting_user", reason="asked"))
+            assert not ev.is_set()  # not before the commit
+        await asyncio.wait_for(ev.wait(), 5)
+    finally:
+        BELL.forget(user, ev)
+    assert await _status_events(db, user) == [
+        {"task_id": task_id, "status": "waiting_user", "reason": "asked"}
+    ]
+    async with db.session() as s:
+        task = await s.get(Task, task_id)
+        assert task is not None and (task.status, task.status_reason) == ("waiting_user", "asked")
+
+
+async def test_no_change_and_a_failed_guard_append_nothing(db: Database) -> None:
+    user, task_id = await _task(db)
+    async with db.session() as s:
+        await write_status(s, StatusInput(task_id, "running"))  # unchanged
+        await write_status(s, StatusInput(task_id, "waiting_user", only_before_turn=2))
+        await write_status(s, StatusInput(task_id, "waiting_user", only_at_turn=3))
+        await write_status(s, StatusInput(task_id, "running", kind="persistent"))
+    assert await _status_events(db, user) == []
+    async with db.session() as s:
+        task = await s.get(Task, task_id)
+        assert task is not None and (task.status, task.kind) == ("running", "persistent")
+    async with db.session() as s:
+        await write_status(s, StatusInput(task_id, "waiting_user", only_at_turn=2))
+    assert [e["status"] for e in await _status_events(db, user)] == ["waiting_user"]
+
+
+async def test_a_terminal_status_expires_open_cards(db: Database) -> None:
+    user, task_id = await _task(db)
+    async with db.session() as s:
+        card = await create_card(
+            s, user_id=user, kind="confirm", title="ok?", options=[], task_id=task_id
+        )
+        card_id = card.id
+    async with db.session() as s:
+        await write_status(s, StatusInput(task_id, "stopped", reason="by the person"))
+    async with db.session() as s:
+        got = await s.get(Card, card_id)
+        assert got is not None and got.status == "expired"
+    assert [e["status"] for e in await _status_events(db, user)] == ["stopped"]
+
+
+async def test_no_task_is_a_non_retryable_error(db: Database) -> None:
+    async with db.session() as s:
+        with pytest.raises(ApplicationError) as err:
+            await write_status(s, StatusInput("tsk_missing", "running"))
+    assert err.value.non_retryable
