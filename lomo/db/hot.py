@@ -1,4 +1,4 @@
-"""Hot reads: a SELECT built once, compiled once, and on Postgres run on the driver.
+"""Hot statements: built once, compiled once, and on Postgres run on the driver.
 
 An agent step reads about twenty small result sets. Through the async session each
 statement cost 0.65–0.9 ms of CPU on the CI machine (cache key, two greenlet hops, result
@@ -166,24 +166,25 @@ class HotQuery:
         return [r[0] for r in await self.rows(s, **params)]
 
 
-async def execute_all(s: AsyncSession, *reads: Bound) -> list[Rows]:
-    """The rows of each read, in order. On Postgres all are sent in one pipeline on the
-    session's connection (after flushing its pending changes, as its execute would); on
-    other dialects they run one after another through the session."""
-    if not reads:
+async def execute_all(s: AsyncSession, *stmts: Bound) -> list[Rows]:
+    """The rows of each statement, in order (a write's RETURNING rows; none without). On
+    Postgres all are sent in one pipeline on the session's connection (after flushing its
+    pending changes, as its execute would); on other dialects they run one after another
+    through the session."""
+    if not stmts:
         return []
     if s.get_bind().dialect.name != "postgresql":
-        return [await _through_session(s, r) for r in reads]
+        return [await _through_session(s, b) for b in stmts]
     if s.new or s.dirty or s.deleted:
         await s.flush()  # what the session's execute would have done first
     conn = await s.connection()
     dialect = conn.dialect
-    compiled = [r.query._compiled(dialect) for r in reads]
-    bound = [c.params(r.params) for c, r in zip(compiled, reads, strict=True)]  # may raise
+    compiled = [b.query._compiled(dialect) for b in stmts]
+    bound = [c.params(b.params) for c, b in zip(compiled, stmts, strict=True)]  # may raise
     raw = await conn.get_raw_connection()
     driver: Any = raw.driver_connection
     try:
-        if len(reads) == 1:
+        if len(stmts) == 1:
             cur = await driver.execute(compiled[0].sql, bound[0])
             got: list[Sequence[tuple[Any, ...]]] = [await _rows_of(cur)]
         else:
@@ -227,18 +228,18 @@ async def _through_session(s: AsyncSession, b: Bound) -> Rows:
 
 
 @asynccontextmanager
-async def prefetched(s: AsyncSession, *reads: Bound) -> AsyncIterator[None]:
-    """Run `reads` together now; inside the block `HotQuery.rows` with the same query and
+async def prefetched(s: AsyncSession, *stmts: Bound) -> AsyncIterator[None]:
+    """Run `stmts` together now; inside the block `HotQuery.rows` with the same query and
     values answers from them, once each. For a read phase: a pending change in the session
     makes reads ask the database again, and what is left is dropped on leaving (rows read
     before a write of the caller's own would be stale after it). Writes may lead the list:
     the statements run in order, so the reads after them see them."""
-    rows = await execute_all(s, *reads)
+    rows = await execute_all(s, *stmts)
     pre: dict[tuple[int, Any], Rows] = s.info.setdefault(_PREFETCH, {})
-    for r, got in zip(reads, rows, strict=True):
-        pre[r.key()] = got
+    for b, got in zip(stmts, rows, strict=True):
+        pre[b.key()] = got
     try:
         yield
     finally:
-        for r in reads:
-            pre.pop(r.key(), None)
+        for b in stmts:
+            pre.pop(b.key(), None)
