@@ -1,9 +1,10 @@
 """The runtime's reads and writes: the statements an agent step runs, built once (issue 14).
 
-Reads are `HotQuery`s (lomo/db/hot.py); writes are Core statements run on the session's
-connection, with parameters named apart from the columns (a key naming a column is a
-value to set). The status write, the turn's state and the turn-end verdict's status live
-here because both activities of a step run them inside their own transactions.
+Reads and writes are `HotQuery`s (lomo/db/hot.py), sent together with `execute_all` where
+they do not depend on each other; the writes' parameters are named apart from the columns
+(a key naming a column is a value to set). The status write, the turn's state and the
+turn-end verdict's status live here because both activities of a step run them inside
+their own transactions.
 """
 
 from __future__ import annotations
@@ -145,10 +146,9 @@ async def read_turn_state(s: AsyncSession, task_id: str, turn: int) -> TurnState
     return state
 
 
-# The step's writes are Core statements built once, run on the session's connection: the
-# ORM's DML path (session layer, synchronize_session) cost 0.6 ms of CPU more per statement
-# (issue 14). Parameters are named apart from the columns (a key naming a column is a value
-# to set).
+# The step's writes are Core statements built once and run as `HotQuery`s: the ORM's DML
+# path (session layer, synchronize_session) cost 0.6 ms of CPU more per statement (issue 14).
+# Parameters are named apart from the columns (a key naming a column is a value to set).
 _TASKS: Table = Task.__table__  # type: ignore[assignment]
 _MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
 _STEPS: Table = ModelStep.__table__  # type: ignore[assignment]
