@@ -29,6 +29,7 @@ from activities.runtime_db import (
     message_texts,
     read_turn_state,
     retrieval_query,
+    status_batch,
     steps_upto,
     write_status,
 )
@@ -39,7 +40,7 @@ from lomo import clock
 from lomo.cards import create_card
 from lomo.db.hot import execute_all, prefetched
 from lomo.db.models import Card, ChecklistItem, Task
-from lomo.events import append_event
+from lomo.events import append_event, event_batch
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import exclusion_reads, exclusions, memory_for_context, record_usage
 from workflows.types import (
@@ -76,11 +77,15 @@ class RuntimeActivities:
 
     # --- model steps ----------------------------------------------------------------
     @staticmethod
-    async def _turn_status(s: AsyncSession, inp: StepInput) -> None:
-        """The turn's status (`running`), unless this step is stored (guarded by the task's
-        stored turn)."""
-        if inp.status is not None:
-            await write_status(s, replace(inp.status, only_before_turn=inp.turn))
+    def _running(inp: StepInput) -> StatusInput | None:
+        """The turn's status (`running`), guarded by the task's stored turn: a retried step
+        that stored its decision does not write it again."""
+        return None if inp.status is None else replace(inp.status, only_before_turn=inp.turn)
+
+    async def _turn_status(self, s: AsyncSession, inp: StepInput) -> None:
+        running = self._running(inp)
+        if running is not None:
+            await write_status(s, running)
 
     async def _end_of_step(self, s: AsyncSession, inp: StepInput, decision: StepDecision) -> None:
         """A step that ends the turn without a call reads the turn's state, and writes the
@@ -126,13 +131,20 @@ class RuntimeActivities:
             memory = asyncio.ensure_future(
                 memory_for_context(self.deps, user_id, inp.task_id, query)
             )
+            # The turn's `running` leads the reads where it is one statement (Postgres): the
+            # person sees it when the model is asked, as before, one round trip earlier.
+            running, at = self._running(inp), now()
+            lead = status_batch(s, running, at) if running else []
             try:
                 async with prefetched(
                     s,
+                    *lead,
                     *exclusion_reads(user_id),
                     notice_read(inp.task_id),
                     *context_reads(inp.task_id, user_id),
                 ):
+                    if running and lead:
+                        await write_status(s, running, at)  # answered from the batch
                     excl = await exclusions(s, user_id)
                     notices = await notices_for_context(s, inp.task_id)
                     mem = await memory
@@ -159,10 +171,10 @@ class RuntimeActivities:
                     )
             finally:
                 memory.cancel()  # only if this step failed before taking its result
-            # Written last in the read transaction, not in a session of its own before it
-            # (issue 14): the person sees `running` as the model is asked, and the writer's
-            # turn (SQLite) is not held while memory is searched.
-            await self._turn_status(s, inp)
+            if running and not lead:
+                # Last in the read transaction (SQLite): the writer's turn is not held
+                # while memory is searched.
+                await write_status(s, running, at)
         async with heartbeating():
             resp = await self.provider.complete(built.request)
         async with self.db.session() as s:
@@ -181,6 +193,7 @@ class RuntimeActivities:
             decision = _decision(resp, self.policy.closing(built.steps_before + 1))
             # The turn's state, should this step end the turn, read in the same round trip.
             ends = decision.end_turn and not decision.calls
+            reply = {"task_id": inp.task_id, "text": resp.text}
             async with prefetched(
                 s,
                 STORE_STEP.bind(
@@ -203,12 +216,11 @@ class RuntimeActivities:
                     )
                     for i, use in enumerate(resp.tool_uses)
                 ),
+                *(event_batch(s, user_id, "task.reply", reply, at) if resp.text else []),
                 *(state_reads(inp.task_id) if ends else []),
             ):
-                if resp.text:
-                    await append_event(
-                        s, user_id, "task.reply", {"task_id": inp.task_id, "text": resp.text}
-                    )
+                if resp.text:  # answered from the batch where it was in it
+                    await append_event(s, user_id, "task.reply", reply, at=at)
                 # Which memory versions this output drew on: forgetting one excludes it.
                 await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
                 await self._end_of_step(s, inp, decision)

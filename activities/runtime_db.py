@@ -9,6 +9,7 @@ their own transactions.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, bindparam, func, insert, or_, select, update
@@ -18,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.checklist import CLOSED
 from activities.context_rows import load_card_rows, load_item_rows
 from lomo import clock
-from lomo.db.hot import Bound, HotQuery, execute_all
+from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Card, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event, event_after, ring_on_commit
 from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
@@ -58,32 +59,49 @@ async def steps_upto(s: AsyncSession, task_id: str, step_id: int | None) -> int:
     return int(await s.scalar(q) or 0)
 
 
-async def write_status(s: AsyncSession, inp: StatusInput) -> None:
-    """A status change is one conditional UPDATE (it runs twice per turn): the row is read
-    only when nothing changed, to tell "unchanged" from "no such task"."""
-    if s.new or s.dirty or s.deleted:
-        await s.flush()  # the caller's rows first: locks in the order every writer keeps
+def _status_write(s: AsyncSession, inp: StatusInput, at: datetime) -> tuple[Bound, bool]:
+    """The status UPDATE with its values; with its event in the same statement (True) for a
+    non-terminal status on Postgres."""
     params: dict[str, Any] = {
         "p_id": inp.task_id,
         "p_status": inp.status,
         "p_reason": inp.reason,
-        "p_at": clock.now(),
+        "p_at": at,
         "p_kind": inp.kind,
         "p_before": inp.only_before_turn,
         "p_turn": inp.only_at_turn,
     }
     shape = (bool(inp.kind), bool(inp.only_before_turn), bool(inp.only_at_turn))
-    event_data = {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason}
-    if inp.status not in TERMINAL_TASK_STATUSES and s.get_bind().dialect.name == "postgresql":
+    if inp.status in TERMINAL_TASK_STATUSES or s.get_bind().dialect.name != "postgresql":
+        return _status_update(*shape).bind(**params), False
+    params.update(p_type="task.status", p_data=_status_event(inp), p_ev_at=at)
+    return _status_update(*shape, with_event=True).bind(**params), True
+
+
+def _status_event(inp: StatusInput) -> dict[str, Any]:
+    return {"task_id": inp.task_id, "status": inp.status, "reason": inp.reason}
+
+
+def status_batch(s: AsyncSession, inp: StatusInput, at: datetime) -> list[Bound]:
+    """The status write as `write_status(s, inp, at)` sends it, to lead a batch of reads
+    (`prefetched`): where it is one statement (Postgres), the call inside the batch is then
+    answered from it, and the change costs no round trip of its own."""
+    write, one_statement = _status_write(s, inp, at)
+    return [write] if one_statement else []
+
+
+async def write_status(s: AsyncSession, inp: StatusInput, at: datetime | None = None) -> None:
+    """A status change is one conditional UPDATE (it runs twice per turn): the row is read
+    only when nothing changed, to tell "unchanged" from "no such task"."""
+    if s.new or s.dirty or s.deleted:
+        await s.flush()  # the caller's rows first: locks in the order every writer keeps
+    write, with_event = _status_write(s, inp, at or clock.now())
+    # `rows`, not execute_all: inside a batch led by this write it answers from that.
+    changed = await write.query.rows(s, **write.params)
+    if with_event and changed:
         # The UPDATE and its event in one statement (one round trip less, twice a turn).
-        with_event = _status_update(*shape, with_event=True)
-        params.update(p_type="task.status", p_data=event_data, p_ev_at=params["p_at"])
-        changed = (await execute_all(s, with_event.bind(**params)))[0]
-        if changed:
-            ring_on_commit(s, changed[0][0])
-            return
-    else:
-        changed = (await execute_all(s, _status_update(*shape).bind(**params)))[0]
+        ring_on_commit(s, changed[0][0])
+        return
     if not changed:
         task = await s.get(Task, inp.task_id, with_for_update=True)
         if task is None:
@@ -98,7 +116,7 @@ async def write_status(s: AsyncSession, inp: StatusInput) -> None:
             .where(Card.task_id == inp.task_id, Card.status == "open")
             .values(status="expired")
         )
-    await append_event(s, changed[0][0], "task.status", event_data)
+    await append_event(s, changed[0][0], "task.status", _status_event(inp))
 
 
 async def end_status(

@@ -10,30 +10,36 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import CTE, DateTime, String, Table, bindparam, event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from lomo.db.hot import HotQuery, execute_all
+from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Event, User, utcnow
 
 
 async def append_event(
-    session: AsyncSession, user_id: str, type_: str, data: dict[str, Any]
+    session: AsyncSession,
+    user_id: str,
+    type_: str,
+    data: dict[str, Any],
+    at: datetime | None = None,
 ) -> int:
-    """Append in the caller's transaction; the counter row lock serializes writers per user."""
+    """Append in the caller's transaction; the counter row lock serializes writers per user.
+    Inside a batch led by `event_batch(...)` with the same values it answers from that."""
     if session.new or session.dirty or session.deleted:
         # The caller's pending changes first, as the session's own execute would flush them:
         # row locks are then taken in the caller's order (a task's row, then the counter's),
         # the order every writer keeps.
         await session.flush()
     conn = await session.connection()
-    at = utcnow()
+    at = at or utcnow()
     if conn.dialect.name == "postgresql":
         params = {"p_user": user_id, "p_type": type_, "p_data": data, "p_at": at}
-        rows = (await execute_all(session, _APPEND_IN_ONE.bind(**params)))[0]
+        rows = await _APPEND_IN_ONE.rows(session, **params)
         seq = rows[0][0] if rows else None
     else:  # SQLite has no UPDATE inside a WITH: the counter, then the row
         seq = await conn.scalar(_BUMP, {"p_user": user_id})
@@ -44,6 +50,16 @@ async def append_event(
         raise LookupError(f"no user {user_id}")
     ring_on_commit(session, user_id)
     return int(seq)
+
+
+def event_batch(
+    session: AsyncSession, user_id: str, type_: str, data: dict[str, Any], at: datetime
+) -> list[Bound]:
+    """The event `append_event(..., at=at)` appends, to send within a batch (`prefetched`)
+    where it is one statement (Postgres); elsewhere nothing, and the call appends it."""
+    if session.get_bind().dialect.name != "postgresql":
+        return []
+    return [_APPEND_IN_ONE.bind(p_user=user_id, p_type=type_, p_data=data, p_at=at)]
 
 
 def ring_on_commit(session: AsyncSession, user_id: str) -> None:

@@ -12,6 +12,7 @@ from temporalio.client import Client, Interceptor
 from temporalio.runtime import Runtime
 
 from lomo.errors import ConfigError
+from lomo.payloads import DATA_CONVERTER
 from lomo.settings import Settings
 
 # ARCHITECTURE §3: registered when the dev server starts.
@@ -84,4 +85,5 @@ async def connect(
         namespace=settings.temporal_namespace,
         runtime=runtime,
         interceptors=interceptors,
+        data_converter=DATA_CONVERTER,
     )

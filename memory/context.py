@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import Bound, HotQuery
+from lomo.db.hot import Bound, HotQuery, execute_all
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
@@ -67,11 +67,15 @@ async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[Memory
     """The profile snapshot, and whether a memory of this task waits to be bound to it (one
     read transaction for both: this runs at every model step)."""
     async with deps.db.session() as s:
-        snap = await _LATEST_PROFILE.first(s, user_id=user_id)
-        unbound = bool(await _UNBOUND.first(s, user_id=user_id, task_id=task_id))
-    if snap is None:
+        profile, waiting = await execute_all(
+            s,
+            _LATEST_PROFILE.bind(user_id=user_id),
+            _UNBOUND.bind(user_id=user_id, task_id=task_id),
+        )
+    unbound = bool(waiting)
+    if not profile:
         return MemoryContext(), unbound
-    version, items = snap
+    version, items = profile[0]
     return MemoryContext(
         profile_version=version,
         profile_text=profile_text(version, items),

@@ -8,14 +8,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from temporalio.exceptions import ApplicationError
 
-from activities.runtime_db import write_status
+from activities.runtime_db import status_batch, write_status
+from lomo import clock
 from lomo.cards import create_card
 from lomo.db.engine import Database
+from lomo.db.hot import HotQuery, prefetched
 from lomo.db.models import Card, Event, Task
-from lomo.events import BELL
+from lomo.events import BELL, append_event, event_batch
 from lomo.ids import new_id
 from tests.runtime_support import new_user
 from workflows.types import StatusInput
@@ -93,3 +95,43 @@ async def test_no_task_is_a_non_retryable_error(db: Database) -> None:
         with pytest.raises(ApplicationError) as err:
             await write_status(s, StatusInput("tsk_missing", "running"))
     assert err.value.non_retryable
+
+
+async def test_a_status_write_leading_a_batch_is_answered_from_it(db: Database) -> None:
+    """The model step sends its `running` with the reads (status_batch): the call inside the
+    batch must take the batch's rows, not send the UPDATE again (which would find nothing
+    to change and so not wake the person)."""
+    user, task_id = await _task(db)
+    change = StatusInput(task_id, "waiting_user", only_before_turn=3)
+    ev = BELL.waiter(user)
+    try:
+        async with db.session() as s:
+            at = clock.now()
+            lead = status_batch(s, change, at)
+            assert len(lead) == (1 if db.engine.dialect.name == "postgresql" else 0)
+            async with prefetched(s, *lead, _TASK_STATUS.bind(task_id=task_id)):
+                # In the batch the write went first: the read after it sees it.
+                seen = "waiting_user" if lead else "running"
+                assert await _TASK_STATUS.scalars(s, task_id=task_id) == [seen]
+                await write_status(s, change, at)
+        await asyncio.wait_for(ev.wait(), 5)
+    finally:
+        BELL.forget(user, ev)
+    assert [e["status"] for e in await _status_events(db, user)] == ["waiting_user"]
+
+
+async def test_an_event_in_a_batch_is_appended_once(db: Database) -> None:
+    user, task_id = await _task(db)
+    data = {"task_id": task_id, "text": "hello"}
+    async with db.session() as s:
+        at = clock.now()
+        lead = event_batch(s, user, "task.reply", data, at)
+        assert len(lead) == (1 if db.engine.dialect.name == "postgresql" else 0)
+        async with prefetched(s, *lead):
+            seq = await append_event(s, user, "task.reply", data, at=at)
+    async with db.session() as s:
+        rows = (await s.scalars(select(Event).where(Event.user_id == user))).all()
+    assert [(e.seq, e.type, e.data) for e in rows] == [(seq, "task.reply", data)]
+
+
+_TASK_STATUS = HotQuery(select(Task.status).where(Task.id == bindparam("task_id")))
