@@ -18,10 +18,11 @@ from activities.context_tools import keep_outside, note_unloaded
 from activities.heartbeat import heartbeating
 from activities.runtime_db import (
     CALL_RESULT,
-    CALL_STATUS,
+    FINAL_CALL,
     LOCK_CALL,
     MARK_PROCESSED,
     PLAN_CALL,
+    START_CALL,
     STORE_STEP,
     STORED_STEP,
     TASK_TURN,
@@ -59,8 +60,6 @@ from workflows.types import (
 from workspace.notices import notice_read, notices_for_context
 
 log = logging.getLogger(__name__)
-# A call waiting for the person's confirmation is not final: it runs again once answered.
-FINAL_CALL = ("done", "error", "outcome_unknown")
 
 
 def now() -> datetime:
@@ -250,10 +249,16 @@ class RuntimeActivities:
     async def run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
         async with self.db.session() as s:
-            row = await LOCK_CALL.first(s, call_id=inp.call_id)
-            if row is None:
+            # The lock and the `started` mark in one round trip (the mark changes nothing
+            # when the call has its result).
+            found, _ = await execute_all(
+                s,
+                LOCK_CALL.bind(call_id=inp.call_id),
+                START_CALL.bind(p_id=inp.call_id, p_at=now()),
+            )
+            if not found:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
-            status, result, name, args, user_id = row
+            status, result, name, args, user_id = found[0]
             if result is not None and status in FINAL_CALL:
                 done = _outcome(status, result)  # same answer, no second effect
                 await self._after_call(s, inp, done)
@@ -263,7 +268,6 @@ class RuntimeActivities:
             unseen = (
                 await note_unloaded(s, inp.task_id, inp.call_id, tool, self.tools) if tool else None
             )
-            await execute_all(s, CALL_STATUS.bind(p_id=inp.call_id, p_status="started", p_at=now()))
             args = dict(args)
         if tool is None:
             res = error(f"unknown tool {name}")

@@ -246,10 +246,21 @@ LOCK_CALL = HotQuery(
     .where(ToolCall.call_id == bindparam("call_id"))
     .with_for_update(of=ToolCall)
 )
-CALL_STATUS = HotQuery(
+# A call waiting for the person's confirmation is not final: it runs again once answered.
+FINAL_CALL = ("done", "error", "outcome_unknown")
+# `started`, unless the call has its final result: sent in one round trip with LOCK_CALL
+# (the lock is taken first, in the same transaction), it changes the row exactly when the
+# attempt goes on to run the tool.
+START_CALL = HotQuery(
     update(_CALLS)
-    .where(_CALLS.c.call_id == bindparam("p_id"))
-    .values(status=bindparam("p_status"), updated_at=bindparam("p_at"))
+    .where(
+        _CALLS.c.call_id == bindparam("p_id"),
+        or_(
+            _CALLS.c.result.is_(None),
+            _CALLS.c.status.not_in(bindparam("p_final", FINAL_CALL, expanding=True)),
+        ),
+    )
+    .values(status=bindparam("p_status", "started"), updated_at=bindparam("p_at"))
 )
 CALL_RESULT = HotQuery(
     update(_CALLS)

@@ -129,6 +129,28 @@ async def test_not_in_and_null_tests(db: Database) -> None:
         ]
 
 
+LITERAL_IN = HotQuery(
+    select(ModelStep.turn)
+    .where(ModelStep.task_id == bindparam("task_id"), ModelStep.turn.in_((1, 3)))
+    .order_by(ModelStep.turn)
+)
+LITERAL_NOT_IN_SET = HotQuery(
+    update(ModelStep)
+    .where(ModelStep.task_id == bindparam("p_task"), ModelStep.turn.not_in((1, 3)))
+    .values(step=7)
+    .returning(ModelStep.turn, ModelStep.step)
+)
+
+
+async def test_literal_lists_and_literal_values_bind(db: Database) -> None:
+    """A literal list given to `in_` gets an anonymous name the statement renders apart
+    from its key (a KeyError at execution on Postgres before), and a literal to set."""
+    _, task_id, _ = await _task(db)
+    async with db.session() as s:
+        assert await LITERAL_IN.scalars(s, task_id=task_id) == [1, 3]
+        assert await LITERAL_NOT_IN_SET.rows(s, p_task=task_id) == [(2, 7)]
+
+
 async def test_reads_the_callers_pending_and_uncommitted_changes(db: Database) -> None:
     user, task_id, _ = await _task(db)
     mid = f"msg_{task_id}_p"

@@ -1,7 +1,8 @@
-"""`write_status` (activities/runtime_db.py), on SQLite and on Postgres, where the UPDATE and
-its event are one statement: a change appends exactly one `task.status` event and wakes
-the person's streams on commit; no change, a turn guard that does not hold, or a kind-only
-change appends none; a terminal status expires open cards; no task is an error."""
+"""`write_status` and the call's `started` mark (activities/runtime_db.py), on SQLite and
+on Postgres, where the status UPDATE and its event are one statement: a change appends
+exactly one `task.status` event and wakes the person's streams on commit; no change, a turn
+guard that does not hold, or a kind-only change appends none; a terminal status expires
+open cards; no task is an error."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ import pytest
 from sqlalchemy import bindparam, select
 from temporalio.exceptions import ApplicationError
 
-from activities.runtime_db import status_batch, write_status
+from activities.runtime_db import (
+    CALL_RESULT,
+    LOCK_CALL,
+    PLAN_CALL,
+    START_CALL,
+    status_batch,
+    write_status,
+)
 from lomo import clock
 from lomo.cards import create_card
 from lomo.db.engine import Database
-from lomo.db.hot import HotQuery, prefetched
-from lomo.db.models import Card, Event, Task
+from lomo.db.hot import HotQuery, execute_all, prefetched
+from lomo.db.models import Card, Event, Task, ToolCall
 from lomo.events import BELL, append_event, event_batch
 from lomo.ids import new_id
 from tests.runtime_support import new_user
@@ -135,3 +143,44 @@ async def test_an_event_in_a_batch_is_appended_once(db: Database) -> None:
 
 
 _TASK_STATUS = HotQuery(select(Task.status).where(Task.id == bindparam("task_id")))
+
+
+async def test_start_call_marks_only_a_call_without_its_final_result(db: Database) -> None:
+    """run_tool sends the `started` mark with the call's lock in one round trip: the lock's
+    row is the state before the mark, and a call with its final result is left as it is
+    (a replay returns the record; a `needs_confirmation` call runs again)."""
+    _, task_id = await _task(db)
+    at = clock.now()
+    rows = [
+        ("planned", None),
+        ("started", None),
+        ("needs_confirmation", {"card_id": "c"}),
+        ("done", {"ok": 1}),
+        ("outcome_unknown", {"status": "outcome_unknown"}),
+    ]
+    async with db.session() as s:
+        for i, (status, result) in enumerate(rows):
+            cid = f"{task_id}:1:1:{i}"
+            await execute_all(
+                s,
+                PLAN_CALL.bind(
+                    p_id=cid, p_task=task_id, p_use=f"tu{i}", p_name="t", p_input={}, p_at=at
+                ),
+                CALL_RESULT.bind(p_id=cid, p_status=status, p_result=result, p_at=at),
+            )
+    after = []
+    for i, (status, result) in enumerate(rows):
+        async with db.session() as s:
+            found, _ = await execute_all(
+                s,
+                LOCK_CALL.bind(call_id=f"{task_id}:1:1:{i}"),
+                START_CALL.bind(p_id=f"{task_id}:1:1:{i}", p_at=at),
+            )
+            assert found[0][:2] == (status, result)  # the row as it was before the mark
+        async with db.session() as s:
+            after.append(
+                await s.scalar(
+                    select(ToolCall.status).where(ToolCall.call_id == f"{task_id}:1:1:{i}")
+                )
+            )
+    assert after == ["started", "started", "started", "done", "outcome_unknown"]

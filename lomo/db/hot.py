@@ -60,7 +60,9 @@ class _Compiled:
         self.sql = _EXPANDING_IN.sub(as_any, compiled.string)
         if "__[POSTCOMPILE" in self.sql:
             raise ValueError(f"a post-compile parameter this module cannot bind: {self.sql}")
-        self.expanding = {b.key for b in compiled.binds.values() if b.expanding}
+        # By the names the statement renders: an anonymous one (a literal list given to
+        # `in_`) differs from its key.
+        self.expanding = {compiled.bind_names[b] for b in compiled.binds.values() if b.expanding}
         self.bind_processors: dict[str, Callable[[Any], Any]] = {}
         for key, proc in compiled._bind_processors.items():
             if not callable(proc):  # a tuple type's per-element processors
