@@ -24,6 +24,7 @@ is visible.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +151,10 @@ async def build_context(
     tools: dict[str, Tool],
     extras: ContextExtras | None = None,
     policy: ContextPolicy | None = None,
+    late: Callable[[ContextExtras], Awaitable[None]] | None = None,
 ) -> BuiltContext:
+    """The model's request for this step. `late` completes `extras` once the context's own
+    reads are back: a slower source (memory's search) runs while they travel."""
     extras = extras or ContextExtras()
     policy = policy or ContextPolicy()
     # Plain rows, no ORM objects (context_rows.py); bodies only for the steps shown in full.
@@ -203,6 +207,8 @@ async def build_context(
     async with prefetched(session, messages_read(task.id, window), *bodies_reads(in_full, by_step)):
         msgs = await load_messages(session, task.id, extras.excluded_messages, window)
         await load_bodies(session, in_full, by_step)
+    if late is not None:
+        await late(extras)
     # Each step's messages, found once (looking them up per step was quadratic).
     msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
     for m in sorted(msgs.values(), key=lambda m: m.created_at):

@@ -297,6 +297,7 @@ class RoutingActivities:
             max_turns_without_progress=self.settings.max_turns_without_progress,
             card_wait_seconds=self.settings.card_wait_seconds,
             heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
+            running_visible_seconds=self.settings.running_visible_seconds,
             message_id=message_id,
         )
 

@@ -43,7 +43,15 @@ from lomo.db.hot import execute_all, prefetched
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.events import append_event, event_batch
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
-from memory.context import exclusion_reads, exclusions, memory_for_context, record_usage
+from memory.context import (
+    MemoryContext,
+    exclusion_reads,
+    exclusions,
+    memory_for_context,
+    profile_reads,
+    read_profile,
+    record_usage,
+)
 from workflows.types import (
     CardRef,
     CardState,
@@ -81,6 +89,14 @@ class RuntimeActivities:
         that stored its decision does not write it again."""
         return None if inp.status is None else replace(inp.status, only_before_turn=inp.turn)
 
+    @staticmethod
+    async def _person(s: AsyncSession, task_id: str) -> str:
+        """The task's person, for a step scheduled before `StepInput` carried it."""
+        head = await TASK_HEAD.first(s, task_id=task_id)
+        if head is None:
+            raise ApplicationError(f"no task {task_id}", non_retryable=True)
+        return str(head[1])
+
     async def _turn_status(self, s: AsyncSession, inp: StepInput) -> None:
         running = self._running(inp)
         if running is not None:
@@ -101,63 +117,82 @@ class RuntimeActivities:
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
         async with self.db.session() as s:
-            # Reads go out together (lomo/db/hot.py): first what decides the path and what
-            # memory needs, then everything the context is built from in one round trip.
-            first = [
-                STORED_STEP.bind(task_id=inp.task_id, turn=inp.turn, step=inp.step),
-                TASK_HEAD.bind(task_id=inp.task_id),
-            ]
-            if inp.message_ids:
-                first.append(message_texts(inp.message_ids))
-            stored, head, *texts = await execute_all(s, *first)
-            if stored:  # the decision is persisted: never ask the model twice
-                step_id, response = stored[0]
-                await self._turn_status(s, inp)
-                n = await steps_upto(s, inp.task_id, step_id)
-                decision = _decision(ModelResponse.from_dict(response), self.policy.closing(n))
-                await self._end_of_step(s, inp, decision)
-                return decision
-            if not head:
-                raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-            # The context shows the turn it is built for; the row itself is written with
-            # the stored step below, so building the context writes nothing.
-            task = TaskHead(*head[0])
-            task.turn = inp.turn
-            user_id = task.user_id
-            query = retrieval_query(task.goal, [r[0] for r in texts[0]] if texts else [])
-            # Memory reads in its own session and degrades on its own (timeout inside, never
-            # raises): it runs while this session reads.
-            memory = asyncio.ensure_future(
-                memory_for_context(self.deps, user_id, inp.task_id, query)
-            )
-            # The turn's `running` leads the reads where it is one statement (Postgres): the
-            # person sees it when the model is asked, as before, one round trip earlier.
+            user_id = inp.user_id or await self._person(s, inp.task_id)
+            # Every read of the step goes out in one round trip (lomo/db/hot.py): what decides
+            # the path, memory's profile and everything the context is built from. The turn's
+            # `running` leads them where it is one statement (Postgres): the person sees it
+            # when the model is asked.
             running, at = self._running(inp), now()
             lead = status_batch(s, running, at) if running else []
+            texts = message_texts(inp.message_ids) if inp.message_ids else None
+            memory: asyncio.Future[MemoryContext] | None = None
             try:
                 async with prefetched(
                     s,
                     *lead,
+                    STORED_STEP.bind(task_id=inp.task_id, turn=inp.turn, step=inp.step),
+                    TASK_HEAD.bind(task_id=inp.task_id),
+                    *([texts] if texts else []),
+                    *profile_reads(user_id, inp.task_id),
                     *exclusion_reads(user_id),
                     notice_read(inp.task_id),
                     *context_reads(inp.task_id, user_id),
                 ):
                     if running and lead:
                         await write_status(s, running, at)  # answered from the batch
+                    stored = await STORED_STEP.first(
+                        s, task_id=inp.task_id, turn=inp.turn, step=inp.step
+                    )
+                    if stored:  # the decision is persisted: never ask the model twice
+                        if not lead:
+                            await self._turn_status(s, inp)
+                        n = await steps_upto(s, inp.task_id, stored[0])
+                        response = ModelResponse.from_dict(stored[1])
+                        decision = _decision(response, self.policy.closing(n))
+                        await self._end_of_step(s, inp, decision)
+                        return decision
+                    head = await TASK_HEAD.first(s, task_id=inp.task_id)
+                    if head is None:
+                        raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
+                    # The context shows the turn it is built for; the row itself is written
+                    # with the stored step below, so building the context writes nothing.
+                    task = TaskHead(*head)
+                    task.turn = inp.turn
+                    if task.user_id != user_id:
+                        raise ApplicationError(
+                            f"task {inp.task_id} is not the person's {user_id}", non_retryable=True
+                        )
+                    said = [r[0] for r in await texts.rows(s)] if texts else []
+                    # Only the search is left of memory (it degrades on its own, with a
+                    # timeout inside, never raises): it runs while the context's own reads
+                    # travel, and its memories join the context after them.
+                    profile, unbound = await read_profile(s, user_id, inp.task_id)
+                    memory = asyncio.ensure_future(
+                        memory_for_context(
+                            self.deps,
+                            user_id,
+                            inp.task_id,
+                            retrieval_query(task.goal, said),
+                            (profile, unbound),
+                        )
+                    )
                     excl = await exclusions(s, user_id)
-                    notices = await notices_for_context(s, inp.task_id)
-                    mem = await memory
                     extras = ContextExtras(
-                        profile=mem.profile_text,
-                        profile_version=mem.profile_version,
-                        memories=mem.items,
-                        notices=notices,
-                        degraded=[f"memory: {mem.degraded}"] if mem.degraded else [],
+                        profile=profile.profile_text,
+                        profile_version=profile.profile_version,
+                        notices=await notices_for_context(s, inp.task_id),
                         excluded_messages=excl.message_ids,
                         excluded_steps={
                             (t, n) for tid, t, n in excl.step_keys if tid == inp.task_id
                         },
                     )
+
+                    async def found(extras: ContextExtras) -> None:
+                        assert memory is not None
+                        got = await memory
+                        extras.memories = got.items
+                        extras.degraded = [f"memory: {got.degraded}"] if got.degraded else []
+
                     built = await build_context(
                         s,
                         task,
@@ -167,9 +202,12 @@ class RuntimeActivities:
                         self.tools,
                         extras,
                         self.policy,
+                        late=found,
                     )
+                    mem = await memory
             finally:
-                memory.cancel()  # only if this step failed before taking its result
+                if memory is not None:
+                    memory.cancel()  # only if this step failed before taking its result
             if running and not lead:
                 # Last in the read transaction (SQLite): the writer's turn is not held
                 # while memory is searched.

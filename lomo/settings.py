@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     # confirmed forget normally runs before the answer returns.
     handoff_wait_seconds: float = Field(default=30.0, gt=0)
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
+    # A turn shows as `running` in the LomoTaskStatus search attribute once it has run this
+    # long: a shorter turn never touches visibility (workflows/task.py, issue 14).
+    running_visible_seconds: float = Field(default=2.0, gt=0)
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.
     test_tools: bool = False

@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import Bound, HotQuery, execute_all
+from lomo.db.hot import Bound, HotQuery, prefetched
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
@@ -63,16 +63,21 @@ def profile_text(version: int, items: list[dict[str, object]]) -> str:
     return f"Profile of the person (v{version}):\n" + "\n".join(lines)
 
 
+def profile_reads(user_id: str, task_id: str) -> list[Bound]:
+    """The reads of `read_profile`, for a model step to send with its own (one round trip)."""
+    return [_LATEST_PROFILE.bind(user_id=user_id), _UNBOUND.bind(user_id=user_id, task_id=task_id)]
+
+
 async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
-    """The profile snapshot, and whether a memory of this task waits to be bound to it (one
-    read transaction for both: this runs at every model step)."""
-    async with deps.db.session() as s:
-        profile, waiting = await execute_all(
-            s,
-            _LATEST_PROFILE.bind(user_id=user_id),
-            _UNBOUND.bind(user_id=user_id, task_id=task_id),
-        )
-    unbound = bool(waiting)
+    """`read_profile` in a read transaction of its own."""
+    async with deps.db.session() as s, prefetched(s, *profile_reads(user_id, task_id)):
+        return await read_profile(s, user_id, task_id)
+
+
+async def read_profile(s: AsyncSession, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
+    """The profile snapshot, and whether a memory of this task waits to be bound to it."""
+    profile = await _LATEST_PROFILE.rows(s, user_id=user_id)
+    unbound = bool(await _UNBOUND.rows(s, user_id=user_id, task_id=task_id))
     if not profile:
         return MemoryContext(), unbound
     version, items = profile[0]
@@ -167,10 +172,21 @@ async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> 
 
 
 async def memory_for_context(
-    deps: MemoryDeps, user_id: str, task_id: str, query: str
+    deps: MemoryDeps,
+    user_id: str,
+    task_id: str,
+    query: str,
+    profile: tuple[MemoryContext, bool] | None = None,
 ) -> MemoryContext:
+    """The profile and the memories found for `query`. `profile` is what `read_profile`
+    gave a caller that read it with its own reads (a model step, one round trip): only the
+    search is left then, bounded and degrading the same way."""
     start = time.monotonic()
-    ctx = await _retrieve(deps, user_id, task_id, query)
+    if profile is None:
+        ctx = await _retrieve(deps, user_id, task_id, query)
+    else:
+        left = deps.settings.memory_timeout_seconds
+        ctx = await _search(deps, user_id, task_id, query, *profile, left)
     MEMORY_RETRIEVAL.observe(time.monotonic() - start)
     if ctx.degraded:
         DEGRADATIONS.labels("memory").inc()
@@ -188,6 +204,21 @@ async def _retrieve(deps: MemoryDeps, user_id: str, task_id: str, query: str) ->
         log.warning("memory profile unavailable for %s: %r", user_id, e)
         return MemoryContext(degraded=f"memory unavailable ({type(e).__name__})")
     left = max(0.0, timeout - (time.monotonic() - start))
+    return await _search(deps, user_id, task_id, query, ctx, unbound, left)
+
+
+async def _search(
+    deps: MemoryDeps,
+    user_id: str,
+    task_id: str,
+    query: str,
+    ctx: MemoryContext,
+    unbound: bool,
+    left: float,
+) -> MemoryContext:
+    """The memories found for `query` added to the profile's context, within `left` seconds;
+    a slow or failing search leaves the profile only, with the reason."""
+    timeout = deps.settings.memory_timeout_seconds
     try:
         items, used = await asyncio.wait_for(
             _items(deps, user_id, task_id, query, set(ctx.version_ids), unbound), left

@@ -38,3 +38,4 @@ class RoutePlan:
     # message after an api retry): its hand-over happened or is happening there, so the
     # main thread must not deliver it or start its task a second time.
     repeat: bool = False
+    running_visible_seconds: float = 2.0

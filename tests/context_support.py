@@ -172,7 +172,7 @@ class Run:
             await self.memory.extract(ExtractInput(self.user_id, mid))
             mids.append(mid)
         decision = await self.env.run(
-            self.runtime.model_step, StepInput(self.task_id, turn, step, mids)
+            self.runtime.model_step, StepInput(self.task_id, turn, step, mids, user_id=self.user_id)
         )
         for c in decision.calls:
             call_id = f"{self.task_id}:{turn}:{step}:{c.index}"

@@ -102,6 +102,7 @@ class MainThreadWorkflow:
                 max_turns_without_progress=plan.max_turns_without_progress,
                 card_wait_seconds=plan.card_wait_seconds,
                 heartbeat_timeout_seconds=plan.heartbeat_timeout_seconds,
+                running_visible_seconds=plan.running_visible_seconds,
             ),
             id=f"task:{plan.task_id}",
             parent_close_policy=ParentClosePolicy.ABANDON,

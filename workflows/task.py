@@ -51,6 +51,8 @@ SEGMENT_PATCH = "segment-summaries"
 TURN_STATE_PATCH = "turn-state-from-last-activity"
 # The turn's first model step writes its "running" status (one activity less per turn).
 RUNNING_IN_STEP_PATCH = "running-status-in-model-step"
+# The search attribute shows a turn `running` only once it has run for a while (below).
+RUNNING_LATER_PATCH = "running-search-attribute-after-delay"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -94,11 +96,36 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         running: StatusInput | None = None
         if self.status != "running":
             if workflow.patched(RUNNING_IN_STEP_PATCH):
-                self._upsert("running")
+                if not workflow.patched(RUNNING_LATER_PATCH):
+                    self._upsert("running")
+                self.status = "running"
                 running = StatusInput(self.inp.task_id, "running", "", self.kind)
             else:
                 await self._set_status("running")
         self.turn += 1
+        # The search attribute follows after `running_visible_seconds`, from a timer: an
+        # upsert sent with the model step's scheduling held the step back by its visibility
+        # write (0.09x of the agent-step bench, issue 14), and a turn shorter than that is
+        # neither parked nor stuck. Only new histories start the timer (old ones upserted
+        # above, so their attribute already says running).
+        show = None
+        if self._shown != "running" and workflow.patched(RUNNING_LATER_PATCH):
+            show = asyncio.create_task(self._show_running_later(self.turn))
+        try:
+            await self._steps(running)
+        finally:
+            if show is not None:
+                show.cancel()  # the turn ended first: the timer goes, nothing is written
+
+    async def _show_running_later(self, turn: int) -> None:
+        assert self.inp is not None
+        await workflow.sleep(timedelta(seconds=self.inp.running_visible_seconds))
+        if self.turn == turn and self.status == "running":
+            self._upsert("running")
+
+    async def _steps(self, running: StatusInput | None) -> None:
+        """The turn's steps: inference, then the step's calls, until the turn ends."""
+        assert self.inp is not None
         self._model_turn = True
         self._end_state, self._written = None, ""
         self._progress, self._asked, self._exhausted = False, False, True
@@ -113,6 +140,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                     consumed,
                     running,
                     self._end_snapshot(unseen=0),
+                    self.inp.user_id,
                 ),
                 result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,

@@ -54,6 +54,7 @@ class TaskState:
         self.inp: TaskInput | None = None
         self.kind = "lightweight"
         self.status = "running"
+        self._shown = ""  # the status the search attribute last got
         self.stop_reason = ""
         self.turn = 0
         self.inbox: list[InboxEntry] = []
@@ -105,7 +106,7 @@ class TaskState:
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
         assert self.inp is not None
-        self.status = status
+        self.status = self._shown = status
         updates: list[SearchAttributeUpdate[Any]] = [
             STATUS_KEY.value_set(status),
             KIND_KEY.value_set(self.kind),
@@ -204,6 +205,7 @@ class TaskState:
             answered_cards=sorted(self.answered & set(self.open_cards)),
             idle_turns=self.idle_turns,
             stop_reason=self.stop_reason,
+            running_visible_seconds=i.running_visible_seconds,
         )
 
     def _snapshot(self, idle_turns: int | None = None, unseen: int = -1) -> TurnSnapshot:

@@ -39,6 +39,8 @@ class TaskInput:
     # Ids the task already read (bounded, see CONSUMED_KEPT); a default, so inputs carried
     # before it existed still decode.
     consumed_messages: list[str] = field(default_factory=list)
+    # How long a turn runs before the search attribute shows it `running` (workflows/task.py).
+    running_visible_seconds: float = 2.0
 
 
 @dataclass
@@ -77,6 +79,9 @@ class StepInput:
     # The workflow's facts for the stop-check, should this step end the turn without a
     # call: the step then writes a "waiting_user" verdict's status itself.
     end: TurnSnapshot | None = None
+    # The task's person, so the step sends all its reads at once ("": a step scheduled
+    # before the field existed reads it from the task first).
+    user_id: str = ""
 
 
 @dataclass

@@ -130,6 +130,10 @@ class Bound:
     def key(self) -> tuple[int, Any]:
         return id(self.query), _freeze(self.params)
 
+    async def rows(self, s: AsyncSession) -> Rows:
+        """`HotQuery.rows` with these values (answered from a prefetch that holds them)."""
+        return await self.query.rows(s, **self.params)
+
 
 class HotQuery:
     """One read, built once with `bindparam`s: `await q.rows(session, name=value, ...)`."""
