@@ -35,6 +35,7 @@ from api.routes import (
 from api.routes import memory as memory_routes
 from lomo import telemetry
 from lomo.db.engine import Database
+from lomo.events import bell_relay
 from lomo.settings import Settings
 from lomo.temporal import connect
 from web import mount as mount_web
@@ -70,9 +71,12 @@ def create_app(
 ) -> FastAPI:
     """`tracer_provider`: tests pass an in-memory one; else traces follow LOMO_OTEL_ENDPOINT."""
     provider = tracer_provider or telemetry.tracer_provider(settings, "lomo-api")
+    bell = bell_relay(settings.bell_dir)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Other processes' commits (the worker's) wake this api's streams.
+        bell.listen()
         relay = (
             asyncio.create_task(
                 relay_loop(app.state.db, app.state.temporal, settings, app.state.assets)
@@ -87,11 +91,12 @@ def create_app(
                 relay.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await relay
+            bell.close()
             await app.state.db.dispose()
 
     app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
-    app.state.db = Database(settings.resolved_database_url)
+    app.state.db = Database(settings.resolved_database_url, relay=bell)
     app.state.assets = make_asset_store(settings)
     app.state.streams = StreamSlots(settings.max_sse_per_person)
     if temporal is not None:

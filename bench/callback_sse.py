@@ -9,6 +9,11 @@ the bench posts signed progress callbacks one after another (as the simulator do
 measures each from the POST's start to the `generation.progress` event on the stream. The
 api wakes its streams when a transaction that appended an event for their person commits
 (lomo/events.py `BELL`); without that they poll every 0.25 s.
+
+The second and third rows measure an event another process commits (as the worker writes a
+reply or a task's status): this bench process appends it to the same SQLite DB, from the
+commit's start to the event on the stream; once with the cross-process bell
+(lomo/bell_relay.py), once without it (the streams' poll alone), alternating.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from bench.support import HEADER, Embedded, machine, row
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
+from lomo.events import append_event, bell_relay
 from lomo.ids import new_id
-from lomo.settings import EMBEDDED_CALLBACK_SECRET
+from lomo.settings import EMBEDDED_CALLBACK_SECRET, Settings
 from lomo.signing import sign
 
 WARMUP = 10
@@ -91,7 +97,55 @@ async def run(stack: Embedded, callbacks: int) -> list[str]:
                 times.append((seen[progress] - t0) * 1000)
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
-    return [row("callback POST → SSE event", times, "target p50 ≤ 50 ms")]
+        other = await _other_process(stack, user.id, {}, http, auth)
+    return [
+        row("callback POST → SSE event", times, "target p50 ≤ 50 ms"),
+        row("another process's commit → SSE event, bell relay", other[True], ""),
+        row("another process's commit → SSE event, poll only", other[False], "before the relay"),
+    ]
+
+
+async def _other_process(
+    stack: Embedded,
+    user_id: str,
+    seen: dict[int, float],
+    http: httpx.AsyncClient,
+    auth: dict[str, str],
+    n: int = 100,
+) -> dict[bool, list[float]]:
+    """Events appended by this process (the worker's place) with and without the relay."""
+
+    async def listen() -> None:
+        async with http.stream("GET", "/v1/events", headers=auth) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data: "):
+                    ev = json.loads(line[6:])
+                    if ev["type"] == "probe":
+                        seen[ev["data"]["n"]] = time.perf_counter()
+
+    dbs = {
+        True: Database(stack.db_url, relay=bell_relay(Settings(data_dir=stack.tmp).bell_dir)),
+        False: Database(stack.db_url),
+    }
+    out: dict[bool, list[float]] = {True: [], False: []}
+    listener = asyncio.create_task(listen())
+    await asyncio.sleep(1)
+    try:
+        for i in range(2 * (WARMUP + n)):
+            relayed = i % 2 == 0
+            t0 = time.perf_counter()
+            async with dbs[relayed].session() as s:
+                await append_event(s, user_id, "probe", {"n": i})
+            while i not in seen:  # noqa: ASYNC110 (the listener fills it)
+                await asyncio.sleep(0.0005)
+            if i >= 2 * WARMUP:
+                out[relayed].append((seen[i] - t0) * 1000)
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        for db in dbs.values():
+            await db.dispose()
+    return out
 
 
 def main(callbacks: int) -> None:

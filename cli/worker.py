@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 from activities.registry import build_activities
 from lomo import telemetry
 from lomo.db.engine import Database
+from lomo.events import bell_relay
 from lomo.settings import Settings
 from lomo.temporal import connect
 from workflows.flow_run import FlowRunWorkflow
@@ -35,7 +36,8 @@ def make_worker(client: Client, settings: Settings, activities: list[Any]) -> Wo
 
 
 async def run_worker(settings: Settings) -> None:
-    db = Database(settings.resolved_database_url)
+    # The worker's events (replies, statuses) wake the api's streams at once.
+    db = Database(settings.resolved_database_url, relay=bell_relay(settings.bell_dir))
     async with httpx.AsyncClient(timeout=30.0) as http:
         provider = telemetry.tracer_provider(settings, "lomo-worker")
         client = await connect(

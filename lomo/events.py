@@ -2,7 +2,8 @@
 
 `BELL` wakes this process's event streams as soon as a transaction that appended an event
 for their person commits (a callback handled by the api reaches its SSE clients at once);
-events written by other processes (the worker) are found by the streams' polling.
+a session of a `Database` given a relay (`lomo/bell_relay.py`) wakes the other processes'
+streams too (the worker's replies); what a wake-up misses, the streams' poll finds.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import asyncio
 import threading
 from collections import defaultdict
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import CTE, DateTime, String, Table, bindparam, event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from lomo.bell_relay import SESSION_KEY, BellRelay
 from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Event, User, utcnow
 
@@ -165,8 +168,18 @@ BELL = Bell()
 
 
 def _ring_after_commit(session: Session) -> None:
-    for user_id in session.info.pop("lomo_rings", set()):
+    rings: set[str] = session.info.pop("lomo_rings", set())
+    for user_id in rings:
         BELL.ring(user_id)
+    relay: BellRelay | None = session.info.get(SESSION_KEY)
+    if relay is not None and rings:
+        relay.send(rings)
+
+
+def bell_relay(directory: Path) -> BellRelay:
+    """The relay of a process whose commits wake other processes' streams (and, once it
+    `listen`s, whose streams they wake)."""
+    return BellRelay(directory, BELL.ring)
 
 
 async def events_after(

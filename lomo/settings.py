@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = 3000  # requests per bearer token, refilled evenly; 0 = off
     rate_limit_burst: int = 300  # requests a token may make at once before the rate applies
     max_sse_per_person: int = 8  # open /v1/events streams per person
+    # How often an open event stream reads the log without a wake-up: the bell wakes it at
+    # once for commits on this host (lomo/bell_relay.py), so this bounds only what it misses.
+    sse_poll_seconds: float = Field(default=0.25, gt=0)
     callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
     max_steps_per_turn: int = 8
     max_turns_without_progress: int = 2
@@ -178,6 +181,11 @@ class Settings(BaseSettings):
     @property
     def temporal_ui_url(self) -> str:
         return f"http://{self.host}:{self.temporal_ui_port}"
+
+    @property
+    def bell_dir(self) -> Path:
+        """Where the processes of this data directory wake each other's event streams."""
+        return (self.data_dir / "bell").resolve()
 
     @property
     def resolved_asset_dir(self) -> Path:

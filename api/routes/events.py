@@ -10,14 +10,13 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from api.deps import MAX_DB_INT, DbDep, UserDep
+from api.deps import MAX_DB_INT, DbDep, SettingsDep, UserDep
 from api.ratelimit import StreamSlots
 from lomo.errors import InvalidInput, RateLimited
 from lomo.events import BELL, events_after
 
 router = APIRouter(prefix="/v1", tags=["events"])
-POLL_SECONDS = 0.25
-KEEPALIVE_EVERY = 60  # polls between comment lines that keep proxies from closing the stream
+KEEPALIVE_SECONDS = 15.0  # between comment lines that keep proxies from closing the stream
 STREAM_RETRY_SECONDS = 10  # Retry-After when every stream slot of the person is taken
 
 
@@ -41,6 +40,7 @@ async def stream(
     request: Request,
     user: UserDep,
     db: DbDep,
+    settings: SettingsDep,
     last_event_id: Annotated[str | None, Header()] = None,
     after: Annotated[int | None, Query()] = None,
     once: bool = False,
@@ -60,6 +60,9 @@ async def stream(
             f"{slots.per_person} event streams are open for this person; close one first",
             retry_after_seconds=STREAM_RETRY_SECONDS,
         )
+
+    poll = settings.sse_poll_seconds
+    keepalive_every = max(1, round(KEEPALIVE_SECONDS / poll))
 
     async def gen() -> AsyncIterator[str]:
         seq, idle = start, 0
@@ -81,11 +84,12 @@ async def stream(
                     return
                 if not rows:
                     idle += 1
-                    if idle % KEEPALIVE_EVERY == 0:
+                    if idle % keepalive_every == 0:
                         yield ": keepalive\n\n"
-                    # Woken at once by a commit in this process; the poll finds the rest.
+                    # Woken at once by a commit on this host (this process, or another
+                    # through lomo/bell_relay.py); the poll finds what a wake-up missed.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(bell.wait(), POLL_SECONDS)
+                        await asyncio.wait_for(bell.wait(), poll)
             finally:
                 BELL.forget(user.id, bell)
 

@@ -34,6 +34,8 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.util import await_only
 
+from lomo.bell_relay import SESSION_KEY, BellRelay
+
 BUSY_TIMEOUT_MS = 10_000
 # A pooled Postgres connection idle for longer is pinged at checkout (`_LivenessCheck`).
 PING_AFTER_IDLE_S = 2.0
@@ -253,12 +255,15 @@ class Database:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         writer_wait_s: float = WRITER_WAIT_S,
         ping_after_idle_s: float = PING_AFTER_IDLE_S,
+        relay: BellRelay | None = None,
     ) -> None:
         self.url = url
         self.engine = make_engine(
             url, busy_timeout_ms, writer_wait_s, ping_after_idle_s=ping_after_idle_s
         )
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Each session's commits of events wake other processes' streams through `relay`.
+        info = {SESSION_KEY: relay} if relay is not None else {}
+        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
