@@ -8,14 +8,18 @@ activities (`model_step` builds the context, retrieves memory, stores the decisi
 journal; `run_tool` journals the call; the stop-check reads the turn's state; status
 changes are events): the message row is stored as the api stores it, the `message`
 update is sent as the api sends it, and the step ends when the task's status event
-(`waiting_user`) is in the event log that SSE clients read (read when a commit of the
-worker, which runs in this process, rings the bell the api's SSE streams wait on). The bare
+(`waiting_user`) is read from the event log by another process, as the api's SSE stream
+reads it (`bench/step_watch.py`, woken by the bell the worker's commits ring across
+processes, lomo/bell_relay.py; its CPU is counted in the Lomo row). The bare
 side is the least a Temporal user would write: an update whose handler waits until the
 workflow ran the model activity and the tool activity, and returns the reply.
 
 With `--inferences 2` the model sees the tool's result and answers in a second model
 step (the usual tool loop); the bare workflow then runs three activities.
 Both workers run in this process, steps alternate platform/bare so both see the same load.
+Until session 11 the watch ran in this process too, on the workers' event loop: its reads
+took CPU from the worker's step, which the api process does not (and before the relay, a
+stream in the api process found the worker's events only by its 0.25 s poll).
 After each platform step the bench waits until the task's workflow has taken in the step's
 last activity before the bare step starts (not counted in either's time; its CPU is the
 platform's): the step ends for the person when the status event is written, inside that
@@ -28,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -41,7 +43,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
-import psycopg
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
@@ -64,7 +65,7 @@ from llm.types import (
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
 from lomo.db.models import Task
-from lomo.events import BELL
+from lomo.events import bell_relay
 from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.runtime_support import add_message, new_user
@@ -72,6 +73,7 @@ from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
 
 WARMUP = 10
+WATCH = Path(__file__).resolve().parent / "step_watch.py"
 # A quiet pause after each side's step (counted in neither's time, in its CPU): the dev
 # server's own work after a step (history, visibility for the search attributes) still ran
 # inside the other side's next step, which measured 49 ms p50 for the bare step with the
@@ -115,42 +117,28 @@ class Platform:
     handle: WorkflowHandle[Any, Any]
     user_id: str
     task_id: str
-    # The end-of-step poll: one plain autocommit connection, so watching costs the bench
-    # process as little CPU as possible (it is counted in the Lomo row's CPU figure).
-    watch: psycopg.AsyncConnection[Any]
+    # The person's side in its own process (bench/step_watch.py): one line per
+    # `waiting_user` status event it read.
+    watch: asyncio.subprocess.Process
     seq: int = 0
+    watch_cpu: float = 0.0  # the watch's CPU seconds at its last line
     times: list[float] = field(default_factory=list)
 
-    async def _last_status(self) -> tuple[int, str] | None:
-        cur = await self.watch.execute(
-            "SELECT seq, data FROM events WHERE user_id = %s AND seq > %s"
-            " AND type = 'task.status' ORDER BY seq DESC LIMIT 1",
-            (self.user_id, self.seq),
-        )
-        got = await cur.fetchone()
-        if got is None:
-            return None
-        data = got[1] if isinstance(got[1], dict) else json.loads(got[1])
-        return int(got[0]), str(data["status"])
-
-    async def step(self, n: int) -> float:
+    async def step(self, n: int) -> tuple[float, float]:
+        """The step's time (ms) and the watch process's CPU for it (ms)."""
         t0 = time.perf_counter()
         mid = await add_message(self.db, self.user_id, self.task_id, f"look up {n}")
         await self.handle.execute_update("message", mid)
+        assert self.watch.stdout is not None
         while True:
-            # The worker runs in this process: its commits ring the bell that wakes the
-            # api's SSE streams, so the log is read once per commit of this person's events
-            # (a 50 ms bound covers a ring missed between the read and the wait).
-            bell = BELL.waiter(self.user_id)
-            try:
-                got = await self._last_status()
-                if got and got[1] == "waiting_user":
-                    self.seq = got[0]
-                    return (time.perf_counter() - t0) * 1000
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(bell.wait(), 0.05)
-            finally:
-                BELL.forget(self.user_id, bell)
+            line = await self.watch.stdout.readline()
+            if not line:
+                raise RuntimeError("the watch process ended")
+            seq, seen, cpu = line.split()
+            if int(seq) > self.seq:
+                self.seq = int(seq)
+                used, self.watch_cpu = (float(cpu) - self.watch_cpu) * 1000, float(cpu)
+                return (float(seen) - t0) * 1000, used
 
     async def settle(self) -> None:
         """Wait until the workflow has taken in the step's last activity. The person saw the
@@ -164,7 +152,9 @@ class Platform:
             await asyncio.sleep(0.005)
 
 
-async def start_platform(client: Client, db: Database, queue: str, pg: str) -> Platform:
+async def start_platform(
+    client: Client, db: Database, queue: str, pg: str, bell_dir: Path
+) -> Platform:
     user = await new_user(db)
     task_id = new_id("tsk")
     async with db.session() as s:
@@ -175,7 +165,17 @@ async def start_platform(client: Client, db: Database, queue: str, pg: str) -> P
         id=f"task:{task_id}",
         task_queue=queue,
     )
-    watch = await psycopg.AsyncConnection.connect(pg, autocommit=True)
+    watch = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WATCH),
+        pg,
+        str(bell_dir),
+        user,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert watch.stdout is not None
+    if (await watch.stdout.readline()).strip() != b"ready":
+        raise RuntimeError("the watch process did not start")
     return Platform(db, handle, user, task_id, watch)
 
 
@@ -248,7 +248,6 @@ async def run(
 ) -> list[str]:
     pg_url, db_url = fresh_pg()
     upgrade(db_url)
-    db = Database(db_url)
     settings = Settings(
         data_dir=tmp / f"data{inferences}",
         database_url=db_url,
@@ -257,6 +256,8 @@ async def run(
         embedder="fake",
         model_provider="offline",
     )
+    # The worker's commits of events wake the watch process, as they wake the api's streams.
+    db = Database(db_url, relay=bell_relay(settings.bell_dir))
     client = await connect(address)
     async with httpx.AsyncClient() as http:
         acts = build_activities(settings, db, http, StubModel(inferences), extra_tools=[StubTool()])
@@ -268,7 +269,7 @@ async def run(
             activities=[bare_model, bare_tool],
         )
         async with platform_worker, bare_worker:
-            plat = await start_platform(client, db, settings.task_queue, pg_url)
+            plat = await start_platform(client, db, settings.task_queue, pg_url, settings.bell_dir)
             bare = await client.start_workflow(
                 BareStep.run, inferences, id=new_id("bare"), task_queue=f"bare-{inferences}"
             )
@@ -278,7 +279,7 @@ async def run(
             cpu = {"lomo": 0.0, "bare": 0.0}
             for n in range(WARMUP + steps):
                 c0 = time.process_time()
-                ms = await plat.step(n)
+                ms, watch_ms = await plat.step(n)
                 await plat.settle()  # its CPU is the platform's; its time is not the step's
                 await asyncio.sleep(gap)
                 c1 = time.process_time()
@@ -289,14 +290,15 @@ async def run(
                 if n >= WARMUP:
                     plat.times.append(ms)
                     bare_times.append(bare_ms)
-                    cpu["lomo"] += (c1 - c0) * 1000 / steps
+                    cpu["lomo"] += ((c1 - c0) * 1000 + watch_ms) / steps
                     cpu["bare"] += (time.process_time() - c1) * 1000 / steps
             prof = await activity_profile(client, plat.handle, WARMUP + steps)
             if timeline:
                 await print_timeline(plat.handle)
                 await print_timeline(bare)
             bare_prof = await activity_profile(client, bare, WARMUP + steps)
-    await plat.watch.close()
+    plat.watch.terminate()
+    await plat.watch.wait()
     await db.dispose()
     ratio50 = _p(plat.times, 50) / _p(bare_times, 50)
     ratio99 = _p(plat.times, 99) / _p(bare_times, 99)
