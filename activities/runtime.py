@@ -22,6 +22,7 @@ from activities.runtime_db import (
     LOCK_CALL,
     MARK_PROCESSED,
     PLAN_CALL,
+    READ_CALL,
     START_CALL,
     STORE_STEP,
     STORED_STEP,
@@ -287,16 +288,28 @@ class RuntimeActivities:
     async def run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
         async with self.db.session() as s:
-            # The lock and the `started` mark in one round trip (the mark changes nothing
-            # when the call has its result).
-            found, _ = await execute_all(
-                s,
-                LOCK_CALL.bind(call_id=inp.call_id),
-                START_CALL.bind(p_id=inp.call_id, p_at=now()),
-            )
+            planned = self.tools.get(inp.name)
+            if planned is not None and planned.idempotent:
+                # Running it twice is harmless, so the `started` mark (which only tells a
+                # retry that a call may have acted) is not written: this transaction writes
+                # nothing, and its commit waits for no WAL flush (0.85 ms of the agent step
+                # on this machine, issue 14).
+                (found,) = await execute_all(s, READ_CALL.bind(call_id=inp.call_id))
+            else:
+                # The lock and the `started` mark in one round trip (the mark changes
+                # nothing when the call has its result).
+                found, _ = await execute_all(
+                    s,
+                    LOCK_CALL.bind(call_id=inp.call_id),
+                    START_CALL.bind(p_id=inp.call_id, p_at=now()),
+                )
             if not found:
                 raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
             status, result, name, args, user_id = found[0]
+            if inp.name and name != inp.name:
+                raise ApplicationError(
+                    f"call {inp.call_id} is a call of {name}, not {inp.name}", non_retryable=True
+                )
             if result is not None and status in FINAL_CALL:
                 done = _outcome(status, result)  # same answer, no second effect
                 await self._after_call(s, inp, done)

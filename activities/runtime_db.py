@@ -240,12 +240,14 @@ def _status_update(kind: bool, before: bool, at: bool, with_event: bool = False)
 
 
 # The call's journal row, locked (one attempt at a time past this point), with its person.
-LOCK_CALL = HotQuery(
+_CALL_ROW = (
     select(ToolCall.status, ToolCall.result, ToolCall.name, ToolCall.input, Task.user_id)
     .join(Task, Task.id == ToolCall.task_id)
     .where(ToolCall.call_id == bindparam("call_id"))
-    .with_for_update(of=ToolCall)
 )
+LOCK_CALL = HotQuery(_CALL_ROW.with_for_update(of=ToolCall))
+# The same row unlocked: for an idempotent tool, which may run twice.
+READ_CALL = HotQuery(_CALL_ROW)
 # A call waiting for the person's confirmation is not final: it runs again once answered.
 FINAL_CALL = ("done", "error", "outcome_unknown")
 # `started`, unless the call has its final result: sent in one round trip with LOCK_CALL

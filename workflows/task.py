@@ -161,7 +161,10 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            work = [self._call(cid, ends_with) for cid in call_ids]
+            work = [
+                self._call(cid, ends_with, c.name)
+                for cid, c in zip(call_ids, decision.calls, strict=True)
+            ]
             if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
@@ -176,12 +179,12 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._asked = decision.asked_person
                 break
 
-    async def _call(self, call_id: str, ends_turn: int = 0) -> None:
+    async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> None:
         assert self.inp is not None
         end = self._end_snapshot() if ends_turn else None
         outcome: ToolOutcome = await workflow.execute_activity(
             "run_tool",
-            ToolInput(self.inp.task_id, call_id, ends_turn, end),
+            ToolInput(self.inp.task_id, call_id, ends_turn, end, name),
             result_type=ToolOutcome,
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),

@@ -115,6 +115,9 @@ class ToolInput:
     # The turn this call ends: the outcome then carries that turn's state (0: not asked).
     turn_state_for: int = 0
     end: TurnSnapshot | None = None  # as in StepInput, for the call that ends the turn
+    # The planned call's tool: an idempotent one is neither locked nor marked `started`
+    # before it runs ("": a call scheduled before the field existed, or a rerun, is).
+    name: str = ""
 
 
 @dataclass
