@@ -340,13 +340,24 @@ class RuntimeActivities:
             )
             async with heartbeating():
                 res = await tool.run(ctx, args)
-        async with self.db.session() as s:
-            row = await LOCK_CALL.first(s, call_id=inp.call_id)
-            assert row is not None
-            if row[1] is not None and row[0] in FINAL_CALL:
-                first = _outcome(row[0], row[1])  # a concurrent attempt was first
+        try:
+            outcome = await self._store_result(inp, res, tool, user_id, unseen)
+        except _FirstWasStored:
+            # A concurrent attempt stored the call's final result first (this transaction
+            # was rolled back): the same answer as the journal's.
+            async with self.db.session() as s:
+                row = await LOCK_CALL.first(s, call_id=inp.call_id)
+                assert row is not None and row[1] is not None
+                first = _outcome(row[0], row[1])
                 await self._after_call(s, inp, first)
                 return first
+        TOOL_CALLS.labels(name, res.status).inc()
+        return outcome
+
+    async def _store_result(
+        self, inp: ToolInput, res: ToolResult, tool: Tool | None, user_id: str, unseen: str | None
+    ) -> ToolOutcome:
+        async with self.db.session() as s:
             record = dict(res.result)
             for key in ("order_id", "card_id"):
                 if getattr(res, key):
@@ -366,16 +377,16 @@ class RuntimeActivities:
                     self.deps.settings.tool_output_inline_chars,
                 )
             outcome = _outcome(res.status, record)
-            # The turn's state, if this call ends the turn, read in the same round trip.
+            # The result and, if this call ends the turn, the turn's state in one round trip.
+            stored = CALL_RESULT.bind(
+                p_id=inp.call_id, p_status=res.status, p_result=record, p_at=now()
+            )
             async with prefetched(
-                s,
-                CALL_RESULT.bind(
-                    p_id=inp.call_id, p_status=res.status, p_result=record, p_at=now()
-                ),
-                *(state_reads(inp.task_id) if inp.turn_state_for else []),
+                s, stored, *(state_reads(inp.task_id) if inp.turn_state_for else [])
             ):
+                if not await stored.rows(s):  # answered from the batch
+                    raise _FirstWasStored()
                 await self._after_call(s, inp, outcome)
-        TOOL_CALLS.labels(name, res.status).inc()
         return outcome
 
     @activity.defn(name="set_task_status")
@@ -429,6 +440,10 @@ class RuntimeActivities:
             self.create_checkpoint_card,
             self.card_state,
         ]
+
+
+class _FirstWasStored(Exception):
+    """Another attempt of the call stored its final result first: roll this one back."""
 
 
 def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:

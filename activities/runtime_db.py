@@ -264,12 +264,22 @@ START_CALL = HotQuery(
     )
     .values(status=bindparam("p_status", "started"), updated_at=bindparam("p_at"))
 )
+# The call's result, unless an attempt stored its final result first: then no row comes
+# back. The UPDATE takes the row's lock itself (a concurrent attempt's waits, and sees the
+# final result once that commits), so no `LOCK_CALL` round trip goes before it.
 CALL_RESULT = HotQuery(
     update(_CALLS)
-    .where(_CALLS.c.call_id == bindparam("p_id"))
+    .where(
+        _CALLS.c.call_id == bindparam("p_id"),
+        or_(
+            _CALLS.c.result.is_(None),
+            _CALLS.c.status.not_in(bindparam("p_final", FINAL_CALL, expanding=True)),
+        ),
+    )
     .values(
         status=bindparam("p_status"),
         result=bindparam("p_result", type_=_CALLS.c.result.type),
         updated_at=bindparam("p_at"),
     )
+    .returning(_CALLS.c.call_id)
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
@@ -23,6 +23,7 @@ from activities.toolkit import Tool, ToolCallContext, ToolResult
 from cli.worker import make_worker
 from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelResponse, TextBlock, ToolSpec, ToolUseBlock, Usage
+from lomo.db.context import ToolOutput
 from lomo.db.engine import Database
 from lomo.db.models import Task, ToolCall
 from lomo.ids import new_id
@@ -122,3 +123,43 @@ async def _planned_call(db: Database, user_id: str, name: str) -> str:
             )
         )
     return call_id
+
+
+class Racer(Tool):
+    """Stores the call's final result itself while it runs, as a concurrent attempt that
+    finished first would, then returns an output large enough to be kept outside."""
+
+    def __init__(self, db: Database) -> None:
+        self.spec = ToolSpec("probe_racer", "Loses a race (test probe).", {"type": "object"})
+        self.db = db
+
+    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        async with self.db.session() as s:
+            row = await s.get(ToolCall, ctx.call_id)
+            assert row is not None
+            row.status, row.result = "done", {"first": True}
+        return ToolResult("done", {"text": "x" * 20_000})
+
+
+async def test_an_attempt_that_finds_the_final_result_stored_returns_it_and_keeps_nothing(
+    tmp_path: Path, db: Database, db_url: str
+) -> None:
+    """The result is written only if no attempt stored the final one first (the UPDATE's own
+    condition, no lock read before it); the losing attempt's transaction, with the output it
+    would have kept outside the context, is rolled back."""
+    settings = Settings(data_dir=tmp_path, database_url=db_url)
+    async with httpx.AsyncClient() as http:
+        acts = build_activities(settings, db, http, ScriptedProvider([]), [Racer(db)])
+        run_tool = next(a for a in acts if getattr(a, "__name__", "") == "run_tool")
+        user = await new_user(db)
+        call_id = await _planned_call(db, user, "probe_racer")
+        task_id = call_id.split(":")[0]
+        got = await ActivityEnvironment().run(
+            run_tool, ToolInput(task_id, call_id, name="probe_racer")
+        )
+    assert got.status == "done"
+    async with db.session() as s:
+        row = await s.get(ToolCall, call_id)
+        kept = await s.scalar(select(func.count()).where(ToolOutput.call_id == call_id))
+    assert row is not None and (row.status, row.result) == ("done", {"first": True})
+    assert kept == 0
