@@ -34,7 +34,7 @@ typecheck: install
 	.venv/bin/mypy lomo llm vectors money routing memory workspace flows workflows activities api cli sim web scenarios tools
 
 pytest: install browser
-	.venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

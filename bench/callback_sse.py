@@ -24,7 +24,9 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -68,16 +70,9 @@ async def run(stack: Embedded, callbacks: int) -> list[str]:
     seen: dict[float, float] = {}  # progress → when the stream had it
     times: list[float] = []
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=30) as http:
-
-        async def listen() -> None:
-            async with http.stream("GET", "/v1/events", headers=auth) as r:
-                async for line in r.aiter_lines():
-                    if line.startswith("data: "):
-                        ev = json.loads(line[6:])
-                        if ev["type"] == "generation.progress":
-                            seen[round(ev["data"]["progress"], 6)] = time.perf_counter()
-
-        listener = asyncio.create_task(listen())
+        listener = asyncio.create_task(
+            _listen(http, auth, "generation.progress", lambda d: round(d["progress"], 6), seen)
+        )
         await asyncio.sleep(1)
         for n in range(WARMUP + callbacks):
             progress = round((n + 1) / (WARMUP + callbacks + 1), 6)
@@ -115,20 +110,12 @@ async def _other_process(
 ) -> dict[bool, list[float]]:
     """Events appended by this process (the worker's place) with and without the relay."""
 
-    async def listen() -> None:
-        async with http.stream("GET", "/v1/events", headers=auth) as r:
-            async for line in r.aiter_lines():
-                if line.startswith("data: "):
-                    ev = json.loads(line[6:])
-                    if ev["type"] == "probe":
-                        seen[ev["data"]["n"]] = time.perf_counter()
-
     dbs = {
         True: Database(stack.db_url, relay=bell_relay(Settings(data_dir=stack.tmp).bell_dir)),
         False: Database(stack.db_url),
     }
     out: dict[bool, list[float]] = {True: [], False: []}
-    listener = asyncio.create_task(listen())
+    listener = asyncio.create_task(_listen(http, auth, "probe", lambda d: d["n"], seen))
     await asyncio.sleep(1)
     try:
         for i in range(2 * (WARMUP + n)):
@@ -146,6 +133,22 @@ async def _other_process(
         for db in dbs.values():
             await db.dispose()
     return out
+
+
+async def _listen(
+    http: httpx.AsyncClient,
+    auth: dict[str, str],
+    type_: str,
+    key: Callable[[dict[str, Any]], Any],
+    seen: dict[Any, float],
+) -> None:
+    """Hold `GET /v1/events` open; note when each event of `type_` arrived, by `key`."""
+    async with http.stream("GET", "/v1/events", headers=auth) as r:
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                ev = json.loads(line[6:])
+                if ev["type"] == type_:
+                    seen[key(ev["data"])] = time.perf_counter()
 
 
 def main(callbacks: int) -> None:

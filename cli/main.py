@@ -11,6 +11,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, NoReturn
 
+# Before numpy loads OpenBLAS: its thread pool's fork handler waits for busy BLAS threads,
+# so a process that spawns a child (the simulator's ffmpeg) while another thread searches
+# vectors hung in fork (seen in the test suite). Our own threads parallelize already.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import typer
 
 from lomo.settings import Settings, get_settings

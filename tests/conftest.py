@@ -11,6 +11,11 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+# As cli/main.py does, before anything loads numpy: the api, worker and simulator share
+# this process here, and OpenBLAS's fork handler hung the simulator's ffmpeg spawn while a
+# vector search ran on another thread.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import psycopg
 import pytest
 from temporalio.client import Client

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from lomo.settings import Settings
 from lomo.temporal import SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +90,11 @@ def test_expected_services_and_wiring() -> None:
         assert f"{name}:{type_}" in script
     assert "search-attribute create" in script
     assert services["worker"]["deploy"]["replicas"] == 2
+    # The api and every worker share the bell's directory (lomo/bell_relay.py).
+    bell = str(Settings(data_dir=Path("/data")).bell_dir)
+    for name in ("api", "worker"):
+        assert f"lomo-bell:{bell}" in services[name]["volumes"], name
+    assert "lomo-bell" in _load_compose()["volumes"]
     for name in LOMO_SERVICES:
         env = services[name]["environment"]
         assert env["LOMO_MODE"] == "production"
