@@ -99,16 +99,21 @@ class BellRelay:
 
     # --- listening (a process that serves event streams) ---------------------------------
     def listen(self) -> bool:
-        """Start receiving on the running loop; False (and the poll alone) where the
-        socket's path would be too long for the platform."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Start receiving on the running loop; False (and the poll alone) where no socket
+        can be made there (a path too long for the platform, a directory not writable)."""
         path = str(self.directory / f"{os.getpid()}-{secrets.token_hex(3)}{SUFFIX}")
         if len(path.encode()) > MAX_PATH:
             log.warning("bell relay: %s is too long for a socket; streams poll only", path)
             return False
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.setblocking(False)
-        sock.bind(path)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            sock.setblocking(False)
+            sock.bind(path)
+        except OSError as e:
+            sock.close()
+            log.warning("bell relay: cannot listen at %s (%s); streams poll only", path, e)
+            return False
         self._in, self._own, self._loop = sock, path, asyncio.get_running_loop()
         self._loop.add_reader(sock.fileno(), self._receive)
         self._listed_at = -RELIST_SECONDS  # the own socket is left out from now on

@@ -116,14 +116,18 @@ async def test_a_dead_listeners_socket_is_dropped_and_a_send_never_raises(
         sender.close()
 
 
-async def test_a_path_too_long_for_a_socket_leaves_the_streams_to_the_poll(
+async def test_where_no_socket_can_be_made_the_streams_are_left_to_the_poll(
     tmp_path: Path,
 ) -> None:
-    relay = BellRelay(tmp_path / ("d" * 120), lambda _: None)
-    assert not relay.listen()
-    assert relay.listening is None
-    relay.send(["usr_a"])  # nothing to send to, nothing raised
-    relay.close()
+    """A path too long for a socket, or a bell directory that cannot be made: the api
+    starts anyway (its streams poll), and sending raises nothing."""
+    (tmp_path / "taken").write_text("a file where the directory would be")
+    for where in (tmp_path / ("d" * 120), tmp_path / "taken" / "bell"):
+        relay = BellRelay(where, lambda _: None)
+        assert not relay.listen()
+        assert relay.listening is None
+        relay.send(["usr_a"])  # nothing to send to, nothing raised
+        relay.close()
 
 
 async def test_a_reply_written_by_the_worker_process_reaches_an_open_stream(
