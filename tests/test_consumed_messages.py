@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy
 
 import api.relay as relay
 from api.dispatch import deliver_to_task
@@ -32,6 +38,8 @@ from tests.runtime_support import (
     tool_use,
 )
 from tests.stack import Stack, running_stack
+from workflows.task import TaskWorkflow
+from workflows.types import TaskInput
 
 TURNS = 40  # more scripted answers than any test here needs (a repeat read uses one)
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
@@ -238,3 +246,47 @@ async def test_read_messages_are_remembered_across_continue_as_new(
         assert await _steps(st, tid) == before["turn"] + 1
         assert len(provider.requests) == before["turn"] + 1
         await replay_and_maybe_record(temporal_client, f"task:{tid}", "task_consumed_rollover")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # workflow logic only
+async def test_a_message_in_a_continued_runs_first_task_sees_the_carried_state(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """An update can be handled in a run's first workflow task, before `run` starts. A run
+    continued as new (here: started with carried state, update-with-start delivering the
+    update in that first task) answered from the defaults instead: `running` for a task
+    waiting on the person, and a read message was not known as read (seen in CI)."""
+    provider = _provider()
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid, handle = await start_task(
+            temporal_client, st.db, task_queue, st.user_id, "Collect ideas", kind="persistent"
+        )
+        await _idle(handle)
+        read = await _send(st, tid, "idea one")
+        state = await _idle(handle)
+        await handle.terminate("replaced by a continued run")
+        carried = TaskInput(
+            tid,
+            st.user_id,
+            "persistent",
+            turn=state["turn"],
+            status="waiting_user",
+            consumed_messages=[read],
+        )
+        start = WithStartWorkflowOperation(
+            TaskWorkflow.run,
+            carried,
+            id=f"task:{tid}",
+            task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+        answer = await temporal_client.execute_update_with_start_workflow(
+            TaskWorkflow.message, read, start_workflow_operation=start
+        )
+        assert answer == "waiting_user"
+        continued = await start.workflow_handle()
+        after = await _idle(continued)
+        assert after["turn"] == state["turn"]  # the read message started no turn
+        assert len(provider.requests) == state["turn"]

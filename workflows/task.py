@@ -59,9 +59,16 @@ SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attem
 
 @workflow.defn(name="TaskWorkflow")
 class TaskWorkflow(TaskInputs, TaskWaits):
+    @workflow.init
+    def __init__(self, inp: TaskInput) -> None:
+        super().__init__()
+        # Restored before any handler runs: an update can be handled in a run's first
+        # workflow task, before `run` starts, and a continued run answered a message from
+        # the defaults (`running`, nothing read yet) instead of the carried state.
+        self._restore(inp)
+
     @workflow.run
     async def run(self, inp: TaskInput) -> str:
-        self._restore(inp)
         self._upsert(self.status)
         try:
             while True:
