@@ -31,12 +31,12 @@ from activities.runtime_db import (
     message_texts,
     read_turn_state,
     retrieval_query,
-    status_batch,
     steps_upto,
     write_status,
 )
 from activities.segments import ContextPolicy
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from activities.turn_status import ShowLater, running_batch, write_running
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
@@ -111,8 +111,9 @@ class RuntimeActivities:
         decision.turn_state = await read_turn_state(s, inp.task_id, inp.turn)
         if inp.end is not None:
             snap = replace(inp.end, asked_person=decision.asked_person)
+            # The step's last write: it commits the step's transaction in its round trip.
             decision.status_written = await end_status(
-                s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False
+                s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False, commit=True
             )
 
     @activity.defn(name="model_step")
@@ -120,17 +121,14 @@ class RuntimeActivities:
         async with self.db.session() as s:
             user_id = inp.user_id or await self._person(s, inp.task_id)
             # Every read of the step goes out in one round trip (lomo/db/hot.py): what decides
-            # the path, memory's profile and everything the context is built from. The turn's
-            # `running` leads them where it is one statement (Postgres): the person sees it
-            # when the model is asked.
+            # the path, memory's profile and everything the context is built from; on
+            # Postgres outside a transaction (they write nothing: lomo/db/begin.py).
             running, at = self._running(inp), now()
-            lead = status_batch(s, running, at) if running else []
             texts = message_texts(inp.message_ids) if inp.message_ids else None
             memory: asyncio.Future[MemoryContext] | None = None
             try:
                 async with prefetched(
                     s,
-                    *lead,
                     STORED_STEP.bind(task_id=inp.task_id, turn=inp.turn, step=inp.step),
                     TASK_HEAD.bind(task_id=inp.task_id),
                     *([texts] if texts else []),
@@ -139,14 +137,11 @@ class RuntimeActivities:
                     notice_read(inp.task_id),
                     *context_reads(inp.task_id, user_id),
                 ):
-                    if running and lead:
-                        await write_status(s, running, at)  # answered from the batch
                     stored = await STORED_STEP.first(
                         s, task_id=inp.task_id, turn=inp.turn, step=inp.step
                     )
                     if stored:  # the decision is persisted: never ask the model twice
-                        if not lead:
-                            await self._turn_status(s, inp)
+                        await self._turn_status(s, inp)
                         n = await steps_upto(s, inp.task_id, stored[0])
                         response = ModelResponse.from_dict(stored[1])
                         decision = _decision(response, self.policy.closing(n))
@@ -209,17 +204,26 @@ class RuntimeActivities:
             finally:
                 if memory is not None:
                     memory.cancel()  # only if this step failed before taking its result
-            if running and not lead:
-                # Last in the read transaction (SQLite): the writer's turn is not held
-                # while memory is searched.
-                await write_status(s, running, at)
-        async with heartbeating():
-            resp = await self.provider.complete(built.request)
+        # `running` is written while the model thinks, or with its decision if it answers
+        # first (activities/turn_status.py): the step's reads wrote nothing.
+        later = (
+            ShowLater(self.db, running, at, self.deps.settings.running_event_seconds)
+            if running
+            else None
+        )
+        try:
+            async with heartbeating():
+                resp = await self.provider.complete(built.request)
+        except BaseException:
+            if later is not None:
+                later.cancel()
+            raise
+        show = running if later is not None and await later.settle() else None
         async with self.db.session() as s:
             # Plain INSERTs (no unit-of-work flush), sent together (lomo/db/hot.py): the
             # unique (task, turn, step) makes a concurrent attempt's insert fail this
             # transaction instead of adding a step.
-            at = now()
+            at_start, at = at, now()
             key = {"p_task": inp.task_id, "p_turn": inp.turn, "p_step": inp.step, "p_at": at}
             context = {
                 "layers": built.layers,
@@ -232,8 +236,12 @@ class RuntimeActivities:
             # The turn's state, should this step end the turn, read in the same round trip.
             ends = decision.end_turn and not decision.calls
             reply = {"task_id": inp.task_id, "text": resp.text}
+            lead = running_batch(s, show, at_start) if show else []
+            if show and not lead:
+                await write_running(s, show, at_start, lead)  # before the batch's events
             async with prefetched(
                 s,
+                *lead,
                 STORE_STEP.bind(
                     **key,
                     p_context=context,
@@ -256,7 +264,12 @@ class RuntimeActivities:
                 ),
                 *(event_batch(s, user_id, "task.reply", reply, at) if resp.text else []),
                 *(state_reads(inp.task_id) if ends else []),
+                # Committed in the same round trip when nothing is written after the batch
+                # (no memory drawn on; the turn goes on, or ends with a call).
+                commit=not ends and not mem.version_ids,
             ):
+                if show and lead:
+                    await write_running(s, show, at_start, lead)
                 if resp.text:  # answered from the batch where it was in it
                     await append_event(s, user_id, "task.reply", reply, at=at)
                 # Which memory versions this output drew on: forgetting one excludes it.
@@ -266,9 +279,12 @@ class RuntimeActivities:
         return decision
 
     # --- tools ----------------------------------------------------------------------
-    async def _after_call(self, s: AsyncSession, inp: ToolInput, outcome: ToolOutcome) -> None:
+    async def _after_call(
+        self, s: AsyncSession, inp: ToolInput, outcome: ToolOutcome, commit: bool = False
+    ) -> None:
         """The turn's last call reads the turn's state (and writes the status of a verdict
-        that waits for the person) in the transaction that stores its result."""
+        that waits for the person) in the transaction that stores its result. `commit`: that
+        status write is the session's last (it commits in the same round trip)."""
         if not inp.turn_state_for:
             return
         outcome.turn_state = await read_turn_state(s, inp.task_id, inp.turn_state_for)
@@ -282,6 +298,7 @@ class RuntimeActivities:
                 progress=outcome.made_progress,
                 new_order=outcome.order_id,
                 new_card=outcome.card_id,
+                commit=commit,
             )
 
     @activity.defn(name="run_tool")
@@ -386,7 +403,7 @@ class RuntimeActivities:
             ):
                 if not await stored.rows(s):  # answered from the batch
                     raise _FirstWasStored()
-                await self._after_call(s, inp, outcome)
+                await self._after_call(s, inp, outcome, commit=True)
         return outcome
 
     @activity.defn(name="set_task_status")

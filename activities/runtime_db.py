@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.checklist import CLOSED
 from activities.context_rows import load_card_rows, load_item_rows
 from lomo import clock
-from lomo.db.hot import Bound, HotQuery
+from lomo.db.hot import Bound, HotQuery, execute_all
 from lomo.db.models import Card, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event, event_after, ring_on_commit
 from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
@@ -90,20 +90,31 @@ def status_batch(s: AsyncSession, inp: StatusInput, at: datetime) -> list[Bound]
     return [write] if one_statement else []
 
 
-async def write_status(s: AsyncSession, inp: StatusInput, at: datetime | None = None) -> None:
+async def write_status(
+    s: AsyncSession, inp: StatusInput, at: datetime | None = None, *, commit: bool = False
+) -> None:
     """A status change is one conditional UPDATE (it runs twice per turn): the row is read
-    only when nothing changed, to tell "unchanged" from "no such task"."""
+    only when nothing changed, to tell "unchanged" from "no such task". `commit`: the write
+    is the session's last, and commits its transaction in the same round trip (Postgres,
+    `execute_all`); only for a change without a kind and to a status that is not terminal,
+    which write nothing more."""
     if s.new or s.dirty or s.deleted:
         await s.flush()  # the caller's rows first: locks in the order every writer keeps
     write, with_event = _status_write(s, inp, at or clock.now())
-    # `rows`, not execute_all: inside a batch led by this write it answers from that.
-    changed = await write.query.rows(s, **write.params)
+    if commit:
+        if inp.kind or inp.status in TERMINAL_TASK_STATUSES:
+            raise ValueError("a status write with more to write cannot commit")
+        (changed,) = await execute_all(s, write, commit=True)
+    else:
+        # `rows`, not execute_all: inside a batch led by this write it answers from that.
+        changed = await write.query.rows(s, **write.params)
     if with_event and changed:
         # The UPDATE and its event in one statement (one round trip less, twice a turn).
         ring_on_commit(s, changed[0][0])
         return
     if not changed:
-        task = await s.get(Task, inp.task_id, with_for_update=True)
+        # Committed already: the row cannot change under us any more, nothing to lock.
+        task = await s.get(Task, inp.task_id, with_for_update=not commit)
         if task is None:
             raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
         if inp.kind and task.kind != inp.kind:
@@ -129,17 +140,19 @@ async def end_status(
     progress: bool,
     new_order: str | None = None,
     new_card: str | None = None,
+    commit: bool = False,
 ) -> str:
     """The activity that ended the turn writes the status of a verdict that waits for the
     person: the person sees it one local activity earlier. The workflow reaches the same
     verdict on the same facts; if something arrived meanwhile (a message, a stop) it goes
-    on from the status written here."""
+    on from the status written here. `commit`: as in `write_status`."""
     facts = end_facts(snap, state, progress=progress, new_order=new_order, new_card=new_card)
     if stop_check(facts).action not in WAITS_FOR_PERSON:
         return ""
     # No kind: a promotion the api or routing wrote meanwhile is not undone (the workflow
     # writes its kind itself if it changed since the snapshot).
-    await write_status(s, StatusInput(task_id, "waiting_user", only_at_turn=turn))
+    status = StatusInput(task_id, "waiting_user", only_at_turn=turn)
+    await write_status(s, status, commit=commit)
     return "waiting_user"
 
 

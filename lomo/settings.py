@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     # A turn shows as `running` in the LomoTaskStatus search attribute once it has run this
     # long: a shorter turn never touches visibility (workflows/task.py, issue 14).
     running_visible_seconds: float = Field(default=2.0, gt=0)
+    # A turn's `running` status (and its event) is written once the model has thought this
+    # long, or with its answer if that comes first (activities/turn_status.py, issue 14).
+    running_event_seconds: float = Field(default=0.25, ge=0)
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.
     test_tools: bool = False

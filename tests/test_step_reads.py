@@ -77,10 +77,9 @@ async def test_a_step_sends_its_reads_in_one_trip_and_builds_the_same_request(
             model.trips = 0
             await env.run(acts["model_step"], StepInput(task_id, 1, 1, [mid], running, None, known))
     # Knowing the person: the step's reads, then the context's messages and bodies (which
-    # depend on the steps read in the first). Not knowing: the task's person first. SQLite
-    # writes the turn's status on its own, last (Postgres sends it ahead of the reads).
-    status = 0 if db.engine.dialect.name == "postgresql" else 1
-    assert model.at_model == [2 + status, 3 + status]
+    # depend on the steps read in the first). Not knowing: the task's person first. The
+    # turn's status is not written before the model is asked (activities/turn_status.py).
+    assert model.at_model == [2, 3]
     # The same request, but for the task's and the message's ids.
     seen = []
     for r, (task_id, mid) in zip(model.requests, ids, strict=True):

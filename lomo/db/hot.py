@@ -38,6 +38,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from lomo.db.begin import COMMITTED_EARLY, check_open, idle, needs_transaction
+
 # An expanding parameter as SQLAlchemy's compiler leaves it for execution time.
 _EXPANDING_IN = re.compile(r"(NOT )?IN \(__\[POSTCOMPILE_(\w+)\]\)")
 Processor = Callable[[Any], Any] | None
@@ -58,6 +60,7 @@ class _Compiled:
             return f"{op}(%({m.group(2)})s)"
 
         self.sql = _EXPANDING_IN.sub(as_any, compiled.string)
+        self.needs_tx = needs_transaction(self.sql)
         if "__[POSTCOMPILE" in self.sql:
             raise ValueError(f"a post-compile parameter this module cannot bind: {self.sql}")
         # By the names the statement renders: an anonymous one (a literal list given to
@@ -172,11 +175,16 @@ class HotQuery:
         return [r[0] for r in await self.rows(s, **params)]
 
 
-async def execute_all(s: AsyncSession, *stmts: Bound) -> list[Rows]:
+async def execute_all(s: AsyncSession, *stmts: Bound, commit: bool = False) -> list[Rows]:
     """The rows of each statement, in order (a write's RETURNING rows; none without). On
     Postgres all are sent in one pipeline on the session's connection (after flushing its
-    pending changes, as its execute would); on other dialects they run one after another
-    through the session."""
+    pending changes, as its execute would), led by the BEGIN of the session's transaction
+    when one of them writes and none is open yet (lomo/db/begin.py); on other dialects they
+    run one after another through the session.
+
+    `commit`: the session's transaction is committed in the same pipeline, after them (one
+    round trip less); the session must write nothing more (`CommittedEarly`), its own commit
+    then sends nothing. Elsewhere the session commits as usual."""
     if not stmts:
         return []
     if s.get_bind().dialect.name != "postgresql":
@@ -189,17 +197,29 @@ async def execute_all(s: AsyncSession, *stmts: Bound) -> list[Rows]:
     bound = [c.params(b.params) for c, b in zip(compiled, stmts, strict=True)]  # may raise
     raw = await conn.get_raw_connection()
     driver: Any = raw.driver_connection
+    writes = any(c.needs_tx for c in compiled)
+    if writes:
+        check_open(conn.info)
+    begin = writes and idle(driver)
+    # Read before the pipeline: inside it the status says nothing about the transaction.
+    end = commit and (begin or not idle(driver))
     try:
-        if len(stmts) == 1:
+        if len(stmts) == 1 and not begin and not commit:
             cur = await driver.execute(compiled[0].sql, bound[0])
             got: list[Sequence[tuple[Any, ...]]] = [await _rows_of(cur)]
         else:
             async with driver.pipeline():
+                if begin:
+                    await driver.execute("BEGIN")
                 cursors = []
                 for c, b in zip(compiled, bound, strict=True):
                     cursors.append(cur := driver.cursor())
                     await cur.execute(c.sql, b)
+                if end:
+                    await driver.execute("COMMIT")
             got = [await _rows_of(cur) for cur in cursors]
+            if commit:
+                conn.info[COMMITTED_EARLY] = True
     except dialect.loaded_dbapi.Error as e:
         # As the session's execute would: a lost connection is invalidated (the pool
         # replaces it), and the error is SQLAlchemy's, so callers catch one family.
@@ -234,13 +254,14 @@ async def _through_session(s: AsyncSession, b: Bound) -> Rows:
 
 
 @asynccontextmanager
-async def prefetched(s: AsyncSession, *stmts: Bound) -> AsyncIterator[None]:
+async def prefetched(s: AsyncSession, *stmts: Bound, commit: bool = False) -> AsyncIterator[None]:
     """Run `stmts` together now; inside the block `HotQuery.rows` with the same query and
     values answers from them, once each. For a read phase: a pending change in the session
     makes reads ask the database again, and what is left is dropped on leaving (rows read
     before a write of the caller's own would be stale after it). Writes may lead the list:
-    the statements run in order, so the reads after them see them."""
-    rows = await execute_all(s, *stmts)
+    the statements run in order, so the reads after them see them. `commit`: as in
+    `execute_all`, for a block that writes nothing more."""
+    rows = await execute_all(s, *stmts, commit=commit)
     pre: dict[tuple[int, Any], Rows] = s.info.setdefault(_PREFETCH, {})
     for b, got in zip(stmts, rows, strict=True):
         pre[b.key()] = got
