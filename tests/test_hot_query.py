@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+import lomo.db.hot as hot
 from lomo.db.engine import Database
 from lomo.db.hot import HotQuery, execute_all, prefetched
 from lomo.db.models import MessageRow, ModelStep, Task
@@ -312,4 +313,28 @@ async def test_a_pending_change_makes_prefetched_reads_ask_again(db: Database) -
         async with prefetched(s, MSGS.bind(task_id=task_id)):
             s.add(MessageRow(id=mid, user_id=user, task_id=task_id, text="pending"))
             assert await MSGS.rows(s, task_id=task_id) == [(mid, "pending", None)]
+        await s.rollback()
+
+
+async def test_a_prefetched_read_answers_for_the_same_values_in_another_sequence(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values are compared as bound: ids prefetched as a list answer an ask with a tuple
+    (a write answered from its batch must never run twice)."""
+    _, _, ids = await _task(db)
+    asked: list[Any] = []
+    real = hot.execute_all
+
+    async def counted(*a: Any, **k: Any) -> Any:
+        asked.append(a)
+        return await real(*a, **k)
+
+    async with db.sessionmaker() as s:
+        async with prefetched(s, BY_IDS.bind(ids=list(ids[:2])), BY_IDS.bind(ids=list(ids[:1]))):
+            monkeypatch.setattr(hot, "execute_all", counted)
+            assert sorted(await BY_IDS.scalars(s, ids=tuple(ids[:1]))) == [1]
+            assert sorted(await BY_IDS.scalars(s, ids=tuple(ids[:2]))) == [1, 2]
+            assert asked == []
+            assert sorted(await BY_IDS.scalars(s, ids=tuple(ids[:2]))) == [1, 2]
+            assert len(asked) == 1  # once each
         await s.rollback()
