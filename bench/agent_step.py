@@ -6,11 +6,14 @@ A step is: one message → one model step (a stub model) → one tool call (a st
 the reply. The platform side is a persistent `TaskWorkflow` on Postgres with the real
 activities (`model_step` builds the context, retrieves memory, stores the decision and the
 journal; `run_tool` journals the call; the stop-check reads the turn's state; status
-changes are events): the message row is stored as the api stores it, the `message`
-update is sent as the api sends it, and the step ends when the task's status event
-(`waiting_user`) is read from the event log by another process, as the api's SSE stream
-reads it (`bench/step_watch.py`, woken by the bell the worker's commits ring across
-processes, lomo/bell_relay.py; its CPU is counted in the Lomo row). The bare
+changes are events): the message row is stored in its own transaction before the
+update, as the api stores it (the api's request also checks the target and appends its
+`message.received` and `message.routed` events in that transaction, which this bench
+leaves out), the `message` update is sent as the api sends it, and the step ends when
+the task's status event (`waiting_user`) is read from the event log by another process,
+as the api's SSE stream reads it (`bench/step_watch.py`, woken by the bell the worker's
+commits ring across processes, lomo/bell_relay.py; its CPU is counted in the Lomo row).
+The bare
 side is the least a Temporal user would write: an update whose handler waits until the
 workflow ran the model activity and the tool activity, and returns the reply.
 
