@@ -2,8 +2,9 @@
 
 psycopg (not in autocommit) starts a transaction before a session's first statement with
 a BEGIN it waits for, even in a pipeline: a round trip of its own, and a COMMIT after
-it, for every session, even one that only reads. An agent step opens four sessions on its
-path, so this was eight of its seventeen round trips (issue 14). Here the driver runs in
+it, for every session, even one that only reads. An agent step's path opens five sessions
+(the message, two in the model step, two in the tool call): ten of its seventeen round
+trips were BEGINs and COMMITs (issue 14; ten trips in all now). Here the driver runs in
 autocommit and the transaction is opened by hand, late:
 
 - a read runs outside the transaction until the session's first write. Under READ
