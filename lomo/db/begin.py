@@ -4,7 +4,7 @@ psycopg (not in autocommit) starts a transaction before a session's first statem
 a BEGIN it waits for, even in a pipeline: a round trip of its own, and a COMMIT after
 it, for every session, even one that only reads. An agent step's path opens five sessions
 (the message, two in the model step, two in the tool call): ten of its seventeen round
-trips were BEGINs and COMMITs (issue 14; ten trips in all now). Here the driver runs in
+trips were BEGINs and COMMITs (issue 14; nine trips in all now). Here the driver runs in
 autocommit and the transaction is opened by hand, late:
 
 - a read runs outside the transaction until the session's first write. Under READ
