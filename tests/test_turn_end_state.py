@@ -54,11 +54,28 @@ class _Gate:
         return self.reply
 
 
+_WFT = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+}
+
+
 async def _activity_runs(handle: WorkflowHandle[Any, Any], name: str) -> int:
-    """How often the workflow ran activity `name` (a local one leaves a marker naming it)."""
+    """How often the workflow ran activity `name` (a local one leaves a marker naming it).
+    The query sees a status as soon as the workflow sets it, which is before the local
+    activity that writes it has run: count once the workflow task in flight completed."""
+
+    async def settled() -> list[Any] | None:
+        events = [e async for e in handle.fetch_history_events()]
+        tasks = [e.event_type for e in events if e.event_type in _WFT]
+        return events if tasks[-1] == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED else None
+
     n = 0
     quoted = f'"{name}"'.encode()
-    async for e in handle.fetch_history_events():
+    for e in await eventually(settled, within=30):
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             details = e.marker_recorded_event_attributes.details
             n += any(quoted in p.data for v in details.values() for p in v.payloads)
