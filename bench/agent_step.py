@@ -1,6 +1,7 @@
 """One agent step through the platform against a bare Temporal workflow, same run, same server.
 
     .venv/bin/python bench/agent_step.py [--steps 200] [--inferences 1|2|both]
+                                            [--embedder usem|fake]
 
 A step is: one message → one model step (a stub model) → one tool call (a stub tool) →
 the reply. The platform side is a persistent `TaskWorkflow` on Postgres with the real
@@ -16,6 +17,11 @@ commits ring across processes, lomo/bell_relay.py; its CPU is counted in the Lom
 The bare
 side is the least a Temporal user would write: an update whose handler waits until the
 workflow ran the model activity and the tool activity, and returns the reply.
+
+Memory retrieval embeds each step's query with the embedded default's model (usem, about
+2.5 ms of CPU per new query here); until session 13 the bench used the tests' hash
+embedder (`--embedder fake`), which costs nothing, so its figures were lighter than what
+`make up` runs.
 
 With `--inferences 2` the model sees the tool's result and answers in a second model
 step (the usual tool loop); the bare workflow then runs three activities.
@@ -35,15 +41,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# As `lomo` sets it for its processes (cli/main.py), before numpy loads: with more BLAS
+# threads than one, the memory embedder's threads spun for ~90 ms of CPU per step here.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx
 from temporalio.api.enums.v1 import EventType
@@ -76,6 +86,7 @@ from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
 
 WARMUP = 10
+Embedders = Literal["usem", "fake"]
 WATCH = Path(__file__).resolve().parent / "step_watch.py"
 # A quiet pause after each side's step (counted in neither's time, in its CPU): the dev
 # server's own work after a step (history, visibility for the search attributes) still ran
@@ -248,6 +259,7 @@ async def run(
     address: str,
     timeline: bool = False,
     gap: float = GAP_S,
+    embedder: Embedders = "usem",
 ) -> list[str]:
     pg_url, db_url = fresh_pg()
     upgrade(db_url)
@@ -256,7 +268,7 @@ async def run(
         database_url=db_url,
         temporal_address=address,
         task_queue=f"platform-{inferences}",
-        embedder="fake",
+        embedder=embedder,
         model_provider="offline",
     )
     # The worker's commits of events wake the watch process, as they wake the api's streams.
@@ -306,6 +318,8 @@ async def run(
     ratio50 = _p(plat.times, 50) / _p(bare_times, 50)
     ratio99 = _p(plat.times, 99) / _p(bare_times, 99)
     label = f"{inferences} inference{'s' if inferences > 1 else ''}"
+    if embedder != "usem":
+        label += f", {embedder} embedder"
     # Does a step cost more the longer the task is? p50 of the first and the last fifth.
     fifth = max(1, len(plat.times) // 5)
 
@@ -328,13 +342,13 @@ def _p(xs: list[float], p: float) -> float:
     return pct(xs, p)
 
 
-async def main(steps: int, which: str, timeline: bool) -> None:
+async def main(steps: int, which: str, timeline: bool, embedder: Embedders = "usem") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lomo-step-"))
     server, address = dev_server(tmp)
     lines = [HEADER]
     try:
         for inferences in (1, 2) if which == "both" else (int(which),):
-            lines += await run(steps, inferences, tmp, address, timeline)
+            lines += await run(steps, inferences, tmp, address, timeline, embedder=embedder)
     finally:
         server.terminate()
         server.wait(timeout=15)
@@ -346,5 +360,11 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--inferences", default="both", choices=["1", "2", "both"])
     p.add_argument("--timeline", action="store_true", help="the last step's events (stderr)")
+    p.add_argument(
+        "--embedder",
+        default="usem",
+        choices=["usem", "fake"],
+        help="memory's embedder: the embedded default (usem) or the tests' hash (fake)",
+    )
     a = p.parse_args()
-    asyncio.run(main(a.steps, a.inferences, a.timeline))
+    asyncio.run(main(a.steps, a.inferences, a.timeline, a.embedder))
