@@ -98,36 +98,27 @@ async def _items(
     ids = [h.id for h in hits if h.id not in skip]
     if not ids:
         return [], []
-    async with deps.db.session() as s:
-        rows = (
-            await s.execute(
-                select(MemoryVersion, Memory)
-                .join(Memory, Memory.id == MemoryVersion.memory_id)
-                .where(MemoryVersion.id.in_(ids))
-            )
-        ).all()
-        sources = (
-            await s.execute(
-                select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
-                .join(Evidence, Evidence.id == MemoryLink.source_id)
-                .where(MemoryLink.target_id.in_(ids), Evidence.usable.is_(True))
-            )
-        ).all()
+    # The versions found and their sources in one round trip, as plain rows (they are read
+    # on the path of every step of a person with memories).
+    found, linked = _FOUND.bind(ids=ids), _SOURCES.bind(ids=ids)
+    async with deps.db.session() as s, prefetched(s, found, linked):
+        rows = await found.rows(s)
+        sources = await linked.rows(s)
     prov: dict[str, list[str]] = {}
     for target, relation, ref in sources:
         prov.setdefault(target, []).append(f"{relation} {ref}")
-    by_id = {v.id: (v, m) for v, m in rows}
+    by_id = {r[0]: r for r in rows}
     items: list[str] = []
     used: list[str] = []
     for vid in ids:  # best first; SQL is the truth, a stale vector never leaks
         if vid not in by_id:
             continue
-        v, m = by_id[vid]
-        visible = m.scope != "task" or m.task_id == task_id
-        if v.status != "active" or m.status != "active" or m.user_id != user_id or not visible:
+        _, v_status, content, version, mid, scope, m_task, m_status, m_user, kind = by_id[vid]
+        visible = scope != "task" or m_task == task_id
+        if v_status != "active" or m_status != "active" or m_user != user_id or not visible:
             continue
         where = ", ".join(prov.get(vid, []))
-        items.append(f"{v.content} [{m.id} v{v.version}, {m.kind}, {m.scope}; {where}]")
+        items.append(f"{content} [{mid} v{version}, {kind}, {scope}; {where}]")
         used.append(vid)
         if len(items) >= limit:
             break
@@ -273,6 +264,27 @@ async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:
 
 
 # Read at every model step (lomo/db/hot.py).
+_FOUND = HotQuery(
+    select(
+        MemoryVersion.id,
+        MemoryVersion.status,
+        MemoryVersion.content,
+        MemoryVersion.version,
+        Memory.id,
+        Memory.scope,
+        Memory.task_id,
+        Memory.status,
+        Memory.user_id,
+        Memory.kind,
+    )
+    .join(Memory, Memory.id == MemoryVersion.memory_id)
+    .where(MemoryVersion.id.in_(bindparam("ids", expanding=True)))
+)
+_SOURCES = HotQuery(
+    select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
+    .join(Evidence, Evidence.id == MemoryLink.source_id)
+    .where(MemoryLink.target_id.in_(bindparam("ids", expanding=True)), Evidence.usable.is_(True))
+)
 _FORGOTTEN_MESSAGES = HotQuery(
     select(Evidence.message_id).where(
         Evidence.user_id == bindparam("user_id"),

@@ -19,6 +19,7 @@ from memory.models import Evidence, Memory, MemoryLink, MemoryVersion, ProfileSn
 from memory.types import CorrectInput, ForgetInput
 from memory.views import history, list_memories, profile
 from tests.memory_support import Env, ScriptedExtractor, make_env
+from vectors import VectorPoint
 
 BLUE = "Our brand's main colour is blue."
 CREAM = "Blue with cream white feels softer overall."
@@ -214,6 +215,28 @@ async def test_temporary_instruction_stays_in_its_task(env: Env) -> None:
     other = await memory_for_context(env.deps, env.user_id, "tsk_b", "poster colour red")
     assert any("saturated red" in i for i in same.items)
     assert not any("red" in i for i in other.items)
+
+
+async def test_a_stale_vector_never_shows_what_sql_does_not_allow(env: Env) -> None:
+    """The index's payload only narrows the search: a vector left visible to every task, or
+    left behind by a version SQL no longer has active, shows nothing SQL does not allow."""
+    await env.say("Let's try a saturated red this time.", task_id="tsk_a")
+    [m] = await _memories(env, "task")
+    stale = {"user_id": env.user_id, "visibility": "user", "memory_id": m["memory_id"]}
+    [vec] = env.services.embedder.embed([m["content"]])
+    await env.services.index.upsert(
+        env.services.collection, [VectorPoint(m["version_id"], vec, stale)]
+    )
+    other = await memory_for_context(env.deps, env.user_id, "tsk_b", "saturated red")
+    assert other.items == [] and other.version_ids == []
+    same = await memory_for_context(env.deps, env.user_id, "tsk_a", "saturated red")
+    assert any("saturated red" in i for i in same.items)
+    async with env.db.session() as s:
+        version = await s.get(MemoryVersion, m["version_id"])
+        assert version is not None
+        version.status = "deleted"  # the vector is still there
+    gone = await memory_for_context(env.deps, env.user_id, "tsk_a", "saturated red")
+    assert gone.items == []
 
 
 async def test_each_candidate_is_judged_alone(db: Database, tmp_path: Path) -> None:
