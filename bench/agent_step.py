@@ -19,9 +19,11 @@ side is the least a Temporal user would write: an update whose handler waits unt
 workflow ran the model activity and the tool activity, and returns the reply.
 
 Memory retrieval embeds each step's query with the embedded default's model (usem, about
-2.5 ms of CPU per new query here); until session 13 the bench used the tests' hash
-embedder (`--embedder fake`), which costs nothing, so its figures were lighter than what
-`make up` runs.
+2.5 ms of CPU per new query here), and the person has memory: two preferences in the
+profile and an instruction for this task, which each step's search finds and shows with
+its source (`seed_memory`, through the memory pipeline's own extraction). Until session 13
+the bench used the tests' hash embedder (`--embedder fake`), which costs nothing, for a
+person without memories: its figures were lighter than what `make up` runs.
 
 With `--inferences 2` the model sees the tool's result and answers in a second model
 step (the usual tool loop); the bare workflow then runs three activities.
@@ -60,8 +62,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
+from activities.memory import MemoryActivities
 from activities.registry import build_activities
-from activities.toolkit import Tool, ToolCallContext, ToolResult
+from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
 from bench.bare_step import BareStep, bare_model, bare_tool
 from bench.support import HEADER, connect, dev_server, fresh_pg, machine, row
 from cli.worker import make_worker
@@ -77,13 +80,15 @@ from llm.types import (
 )
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
-from lomo.db.models import Task
+from lomo.db.models import MessageRow, Task
 from lomo.events import bell_relay
 from lomo.ids import new_id
 from lomo.settings import Settings
+from memory.types import ExtractInput
 from tests.runtime_support import add_message, new_user
 from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
+from workspace.blobs import make_asset_store
 
 WARMUP = 10
 Embedders = Literal["usem", "fake"]
@@ -136,12 +141,14 @@ class Platform:
     watch: asyncio.subprocess.Process
     seq: int = 0
     watch_cpu: float = 0.0  # the watch's CPU seconds at its last line
+    last_message: str = ""
     times: list[float] = field(default_factory=list)
 
-    async def step(self, n: int) -> tuple[float, float]:
+    async def step(self, n: int, text: str = "") -> tuple[float, float]:
         """The step's time (ms) and the watch process's CPU for it (ms)."""
         t0 = time.perf_counter()
-        mid = await add_message(self.db, self.user_id, self.task_id, f"look up {n}")
+        mid = await add_message(self.db, self.user_id, self.task_id, text or f"look up {n}")
+        self.last_message = mid
         await self.handle.execute_update("message", mid)
         assert self.watch.stdout is not None
         while True:
@@ -191,6 +198,29 @@ async def start_platform(
     if (await watch.stdout.readline()).strip() != b"ready":
         raise RuntimeError("the watch process did not start")
     return Platform(db, handle, user, task_id, watch)
+
+
+# What the person said before: two preferences (main thread, into the profile) and an
+# instruction for this task (said in its first step), extracted by the memory pipeline's
+# own activity. Each step's search then finds the instruction and shows it with its source.
+PROFILE_SAYS = ("Our brand's main colour is blue.", "I usually prefer low-saturation palettes.")
+TASK_SAYS = "Let's try a saturated red this time."
+
+
+async def seed_memory(
+    plat: Platform, settings: Settings, http: httpx.AsyncClient, provider: StubModel
+) -> None:
+    """Give the person a memory, so each step's retrieval reads memories as it would for
+    anyone who has used Lomo a while (until session 13 the bench's person had none)."""
+    deps = ToolDeps(db=plat.db, http=http, assets=make_asset_store(settings), settings=settings)
+    memory = MemoryActivities(deps, provider)
+    for text in PROFILE_SAYS:
+        mid = new_id("msg")
+        async with plat.db.session() as s:
+            s.add(MessageRow(id=mid, user_id=plat.user_id, text=text))
+        await memory.extract(ExtractInput(plat.user_id, mid))
+    await plat.step(0, TASK_SAYS)
+    await memory.extract(ExtractInput(plat.user_id, plat.last_message))
 
 
 async def _all_runs(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Any]:
@@ -275,7 +305,8 @@ async def run(
     db = Database(db_url, relay=bell_relay(settings.bell_dir))
     client = await connect(address)
     async with httpx.AsyncClient() as http:
-        acts = build_activities(settings, db, http, StubModel(inferences), extra_tools=[StubTool()])
+        model = StubModel(inferences)
+        acts = build_activities(settings, db, http, model, extra_tools=[StubTool()])
         platform_worker = make_worker(client, settings, acts)
         bare_worker = Worker(
             client,
@@ -285,6 +316,8 @@ async def run(
         )
         async with platform_worker, bare_worker:
             plat = await start_platform(client, db, settings.task_queue, pg_url, settings.bell_dir)
+            await seed_memory(plat, settings, http, model)
+            await plat.settle()
             bare = await client.start_workflow(
                 BareStep.run, inferences, id=new_id("bare"), task_queue=f"bare-{inferences}"
             )
