@@ -50,7 +50,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # As `lomo` sets it for its processes (cli/main.py), before numpy loads: with more BLAS
@@ -396,7 +396,7 @@ if __name__ == "__main__":
     p.add_argument(
         "--embedder",
         default="usem",
-        choices=["usem", "fake"],
+        choices=get_args(Embedders),
         help="memory's embedder: the embedded default (usem) or the tests' hash (fake)",
     )
     a = p.parse_args()
