@@ -51,7 +51,7 @@ from memory.context import (
     memory_for_context,
     profile_reads,
     read_profile,
-    record_usage,
+    usage_writes,
 )
 from workflows.types import (
     CardRef,
@@ -263,17 +263,17 @@ class RuntimeActivities:
                     for i, use in enumerate(resp.tool_uses)
                 ),
                 *(event_batch(s, user_id, "task.reply", reply, at) if resp.text else []),
+                # Which memory versions this output drew on: forgetting one excludes it.
+                *usage_writes(inp.task_id, inp.turn, inp.step, mem.version_ids, at),
                 *(state_reads(inp.task_id) if ends else []),
                 # Committed in the same round trip when nothing is written after the batch
-                # (no memory drawn on; the turn goes on, or ends with a call).
-                commit=not ends and not mem.version_ids,
+                # (the turn goes on, or ends with a call).
+                commit=not ends,
             ):
                 if show and lead:
                     await write_running(s, show, at_start, lead)
                 if resp.text:  # answered from the batch where it was in it
                     await append_event(s, user_id, "task.reply", reply, at=at)
-                # Which memory versions this output drew on: forgetting one excludes it.
-                await record_usage(s, inp.task_id, inp.turn, inp.step, mem.version_ids)
                 await self._end_of_step(s, inp, decision)
         MODEL_STEPS.inc()
         return decision

@@ -11,14 +11,16 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import Bound, HotQuery, prefetched
-from lomo.db.models import MessageRow
+from lomo.db.hot import Bound, HotQuery, execute_all, prefetched
+from lomo.db.models import MessageRow, utcnow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
 from memory.models import (
@@ -47,7 +49,7 @@ class MemoryContext:
     profile_text: str = ""  # the stable prefix: changes only with the profile version
     items: list[str] = field(default_factory=list)  # retrieved memories with provenance
     degraded: str | None = None  # why memory is missing or partial this step
-    version_ids: list[str] = field(default_factory=list)  # pass to record_usage
+    version_ids: list[str] = field(default_factory=list)  # pass to usage_writes
 
 
 @dataclass
@@ -225,23 +227,39 @@ async def _search(
     return ctx
 
 
+# One row per memory version a step's context contained, written with the stored step in
+# its round trip (plain INSERTs: the ORM's select-then-add cost the model step two round
+# trips and about 4 ms under the agent-step bench, issue 14). A row already there is kept.
+RECORD_USAGE = HotQuery(
+    pg_insert(MemoryUsage)
+    .inline()  # no RETURNING of the new ids: nothing reads them
+    .values(
+        task_id=bindparam("p_task"),
+        turn=bindparam("p_turn"),
+        step=bindparam("p_step"),
+        version_id=bindparam("p_version"),
+        created_at=bindparam("p_at"),
+    )
+    .on_conflict_do_nothing()
+)
+
+
+def usage_writes(
+    task_id: str, turn: int, step: int, version_ids: list[str], at: datetime
+) -> list[Bound]:
+    """The writes that remember which memory versions one step's context contained
+    (idempotent: a version recorded before for the step is left as it is)."""
+    return [
+        RECORD_USAGE.bind(p_task=task_id, p_turn=turn, p_step=step, p_version=vid, p_at=at)
+        for vid in dict.fromkeys(version_ids)
+    ]
+
+
 async def record_usage(
     session: AsyncSession, task_id: str, turn: int, step: int, version_ids: list[str]
 ) -> None:
-    """Remember which memory versions one step's context contained (idempotent)."""
-    if not version_ids:
-        return
-    have = set(
-        await session.scalars(
-            select(MemoryUsage.version_id).where(
-                MemoryUsage.task_id == task_id, MemoryUsage.turn == turn, MemoryUsage.step == step
-            )
-        )
-    )
-    for vid in dict.fromkeys(version_ids):
-        if vid not in have:
-            session.add(MemoryUsage(task_id=task_id, turn=turn, step=step, version_id=vid))
-    await session.flush()
+    """`usage_writes` run now, in the session's transaction."""
+    await execute_all(session, *usage_writes(task_id, turn, step, version_ids, utcnow()))
 
 
 def exclusion_reads(user_id: str) -> list[Bound]:

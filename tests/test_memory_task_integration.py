@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from memory.models import Evidence
+from memory.models import Evidence, MemoryUsage, MemoryVersion
 from memory.services import MemoryServices, close_services, install_services
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
@@ -69,6 +69,21 @@ async def test_profile_reaches_the_context_and_forgetting_takes_it_out(
         before = await _finished_task(st, await _post(st, "Generate an image of a red tabby cat"))
         assert before["status"] == "completed"
         assert "cream white" in await _context_text(st, before["task_id"])
+        # Each step recorded the memory version its context drew on (the profile's colour,
+        # its second version), written with the stored step: forgetting it excludes them.
+        async with st.db.session() as s:
+            versions = set(
+                await s.scalars(select(MemoryVersion.id).where(MemoryVersion.status == "active"))
+            )
+            used = list(
+                await s.execute(
+                    select(MemoryUsage.turn, MemoryUsage.step, MemoryUsage.version_id).where(
+                        MemoryUsage.task_id == before["task_id"]
+                    )
+                )
+            )
+        assert len(versions) == 1 and {v for _, _, v in used} == versions
+        assert len(used) == len({(t, n) for t, n, _ in used}) > 0
 
         r = await st.api.post("/v1/memory/forget", json={"text": "blue"}, headers=st.auth)
         card_id = r.json()["card_id"]
