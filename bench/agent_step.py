@@ -16,7 +16,11 @@ as the api's SSE stream reads it (`bench/step_watch.py`, woken by the bell the w
 commits ring across processes, lomo/bell_relay.py; its CPU is counted in the Lomo row).
 The bare
 side is the least a Temporal user would write: an update whose handler waits until the
-workflow ran the model activity and the tool activity, and returns the reply.
+workflow ran the model activity and the tool activity, and returns the reply. A third side
+(since session 14) is that workflow keeping the conversation in Postgres as a user who
+needs it durable would (bench/bare_step.py): the message row stored before the update, the
+decision and the tool's result stored by the activities, each committed; its ratio to the
+bare step is what durability alone costs here, Lomo's ratio to it what the rest costs.
 
 Memory retrieval embeds each step's query with the embedded default's model (usem, about
 2.5 ms of CPU per new query here), and the person has memory: two preferences in the
@@ -58,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx
+from psycopg_pool import AsyncConnectionPool
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
@@ -65,7 +70,7 @@ from temporalio.worker import Worker
 from activities.memory import MemoryActivities
 from activities.registry import build_activities
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
-from bench.bare_step import BareStep, bare_model, bare_tool
+from bench.bare_step import JOURNAL_DDL, BareStep, JournalActivities, bare_model, bare_tool
 from bench.support import HEADER, connect, dev_server, fresh_pg, machine, row
 from cli.worker import make_worker
 from llm.standin.model import OfflineModel
@@ -304,6 +309,13 @@ async def run(
     # The worker's commits of events wake the watch process, as they wake the api's streams.
     db = Database(db_url, relay=bell_relay(settings.bell_dir))
     client = await connect(address)
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        pg_url, min_size=2, kwargs={"autocommit": True}, open=False
+    )
+    await pool.open()
+    async with pool.connection() as c:
+        await c.execute(JOURNAL_DDL)
+    journal = JournalActivities(pool)
     async with httpx.AsyncClient() as http:
         model = StubModel(inferences)
         acts = build_activities(settings, db, http, model, extra_tools=[StubTool()])
@@ -312,7 +324,7 @@ async def run(
             client,
             task_queue=f"bare-{inferences}",
             workflows=[BareStep],
-            activities=[bare_model, bare_tool],
+            activities=[bare_model, bare_tool, journal.model, journal.tool],
         )
         async with platform_worker, bare_worker:
             plat = await start_platform(client, db, settings.task_queue, pg_url, settings.bell_dir)
@@ -321,10 +333,17 @@ async def run(
             bare = await client.start_workflow(
                 BareStep.run, inferences, id=new_id("bare"), task_queue=f"bare-{inferences}"
             )
+            journaled = await client.start_workflow(
+                BareStep.run,
+                args=[inferences, True],
+                id=new_id("bare"),
+                task_queue=f"bare-{inferences}",
+            )
             bare_times: list[float] = []
+            journal_times: list[float] = []
             # CPU of this process (driver and both workers) per step: what the step costs
             # here, whatever else the shared machine runs meanwhile.
-            cpu = {"lomo": 0.0, "bare": 0.0}
+            cpu = {"lomo": 0.0, "bare": 0.0, "journal": 0.0}
             for n in range(WARMUP + steps):
                 c0 = time.process_time()
                 ms, watch_ms = await plat.step(n)
@@ -335,16 +354,27 @@ async def run(
                 await bare.execute_update(BareStep.message, f"look up {n}")
                 bare_ms = (time.perf_counter() - t0) * 1000
                 await asyncio.sleep(gap)
+                c2 = time.process_time()
+                t0 = time.perf_counter()
+                key = new_id("msg")
+                await journal.store_message(key, f"look up {n}")
+                await journaled.execute_update(BareStep.message, key)
+                journal_ms = (time.perf_counter() - t0) * 1000
+                await asyncio.sleep(gap)
                 if n >= WARMUP:
                     plat.times.append(ms)
                     bare_times.append(bare_ms)
+                    journal_times.append(journal_ms)
                     cpu["lomo"] += ((c1 - c0) * 1000 + watch_ms) / steps
-                    cpu["bare"] += (time.process_time() - c1) * 1000 / steps
+                    cpu["bare"] += (c2 - c1) * 1000 / steps
+                    cpu["journal"] += (time.process_time() - c2) * 1000 / steps
             prof = await activity_profile(client, plat.handle, WARMUP + steps)
             if timeline:
                 await print_timeline(plat.handle)
                 await print_timeline(bare)
             bare_prof = await activity_profile(client, bare, WARMUP + steps)
+            journal_prof = await activity_profile(client, journaled, WARMUP + steps)
+    await pool.close()
     plat.watch.terminate()
     await plat.watch.wait()
     await db.dispose()
@@ -362,10 +392,20 @@ async def run(
 
     plat_note = f"CPU {cpu['lomo']:.0f} ms/step; {growth(plat.times)}; {prof}"
     bare_note = f"CPU {cpu['bare']:.0f} ms/step; {growth(bare_times)}; {bare_prof}"
+    journal_note = f"CPU {cpu['journal']:.0f} ms/step; {growth(journal_times)}; {journal_prof}"
+
+    def ratio(a: list[float], b: list[float]) -> str:
+        return f"{_p(a, 50) / _p(b, 50):.2f}× | {_p(a, 99) / _p(b, 99):.2f}×"
+
     return [
         row(f"Lomo, {label}", plat.times, plat_note),
         row(f"bare Temporal, {label}", bare_times, bare_note),
-        f"| ratio, {label} | | {ratio50:.2f}× | {ratio99:.2f}× | | target ≤ 1.3× |",
+        row(f"bare Temporal + Postgres journal, {label}", journal_times, journal_note),
+        f"| ratio Lomo / bare, {label} | | {ratio50:.2f}× | {ratio99:.2f}× | | target ≤ 1.3× |",
+        f"| ratio journal / bare, {label} | | {ratio(journal_times, bare_times)} | | "
+        "what durability alone costs |",
+        f"| ratio Lomo / journal, {label} | | {ratio(plat.times, journal_times)} | | "
+        "what the rest of Lomo costs |",
     ]
 
 
