@@ -39,15 +39,14 @@ from activities.context_rows import (
     MsgRow,
     StepRow,
     TaskLike,
-    bodies_reads,
     body,
     calls_by_step,
     journal_reads,
-    load_bodies,
-    load_calls,
     load_messages,
     load_steps,
+    load_window,
     messages_read,
+    window_reads,
 )
 from activities.context_tail import dynamic_tail, tail_reads, task_header, visible_result
 from activities.context_tools import (
@@ -161,8 +160,6 @@ async def build_context(
     all_steps = await load_steps(session, task.id)
     got = await _PREFIX.first(session, task_id=task.id)
     prev = got[0] if got else None
-    call_rows = await load_calls(session, task.id)
-    calls = {c.tool_use_id: c for c in call_rows}
     # A summary written under another segment size covers other steps: not used (its
     # segment shows one line per step instead).
     seg_size = policy.segment_steps
@@ -189,7 +186,6 @@ async def build_context(
     closed = policy.closed(len(all_steps))
     boundary = closed * size
     n_now = len(all_steps)
-    by_step = calls_by_step(call_rows)
     need = set(range(max(0, boundary - size), n_now))
     for k in range(closed):
         seg = all_steps[k * size : (k + 1) * size]
@@ -203,10 +199,14 @@ async def build_context(
         ids=message_ids,
     )
     in_full = [all_steps[i] for i in sorted(need)]
-    # The messages and the bodies in one round trip.
-    async with prefetched(session, messages_read(task.id, window), *bodies_reads(in_full, by_step)):
+    # The messages, the bodies and the calls of the steps shown in one round trip (every use
+    # of a call below is of a step in `need`: the history, the lines of a segment without
+    # its summary, the domains carried over the boundary).
+    async with prefetched(session, messages_read(task.id, window), *window_reads(task.id, in_full)):
         msgs = await load_messages(session, task.id, extras.excluded_messages, window)
-        await load_bodies(session, in_full, by_step)
+        call_rows = await load_window(session, task.id, in_full)
+    calls = {c.tool_use_id: c for c in call_rows}
+    by_step = calls_by_step(call_rows)
     if late is not None:
         await late(extras)
     # Each step's messages, found once (looking them up per step was quadratic).

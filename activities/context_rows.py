@@ -1,18 +1,19 @@
 """The journal rows a context is built from, read as plain rows instead of ORM objects.
 
-Every model step reads all of its task's steps, messages and tool calls (a task's history
-is its context). As ORM instances each row cost tens of microseconds (identity map, state
-tracking) and a step's cost grew with the task's length: at 200 steps the rows alone were
-about half of a step's CPU. Here they are plain slotted objects filled from column tuples,
-with only the columns the builder reads; a step's response and a call's input and result
-are loaded only for the steps shown in full (`load_bodies`). The reads are `HotQuery`s
-(built once; on Postgres sent on the driver, lomo/db/hot.py).
+Every model step reads its task's steps (a task's history is its context) and the messages
+and tool calls of those it shows. As ORM instances each row cost tens of microseconds
+(identity map, state tracking) and a step's cost grew with the task's length: at 200 steps
+the rows alone were about half of a step's CPU. Here they are plain slotted objects filled
+from column tuples, with only the columns the builder reads; a step's response and its calls
+are loaded only for the steps shown in full (`load_window`), so a long task's older calls
+are never read. The reads are `HotQuery`s (built once; on Postgres sent on the driver,
+lomo/db/hot.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, and_, bindparam, or_, select
@@ -111,7 +112,7 @@ class StepRow:
     step: int
     created_at: datetime
     reported_orders: list[str] | None  # the finished jobs the step was shown
-    response: dict[str, Any] | None = None  # loaded by `load_bodies`
+    response: dict[str, Any] | None = None  # loaded by `load_window`
 
 
 @dataclass(slots=True, eq=False)
@@ -120,8 +121,8 @@ class CallRow:
     tool_use_id: str
     name: str
     status: str
-    input: dict[str, Any] | None = None  # loaded by `load_bodies`
-    result: dict[str, Any] | None = None  # loaded by `load_bodies`
+    input: dict[str, Any] | None = None  # loaded by `load_window`
+    result: dict[str, Any] | None = None  # loaded by `load_window`
 
 
 @dataclass(slots=True, frozen=True)
@@ -134,7 +135,7 @@ class MsgRow:
 
 
 def body(step: StepLike) -> dict[str, Any]:
-    """A step's response; loading it is `load_bodies`' job (a step not loaded is a bug)."""
+    """A step's response; loading it is `load_window`'s job (a step not loaded is a bug)."""
     if step.response is None:
         raise LookupError(f"the response of step {step.turn}.{step.step} was not loaded")
     return step.response
@@ -151,26 +152,31 @@ _STEPS = HotQuery(
     .where(ModelStep.task_id == bindparam("task_id"))
     .order_by(ModelStep.id)
 )
-_CALLS = HotQuery(
-    select(ToolCall.call_id, ToolCall.tool_use_id, ToolCall.name, ToolCall.status).where(
-        ToolCall.task_id == bindparam("task_id")
-    )
-)
 _RESPONSES = HotQuery(
     select(ModelStep.id, ModelStep.response).where(
         ModelStep.id.in_(bindparam("ids", expanding=True))
     )
 )
-_CALL_BODIES = HotQuery(
-    select(ToolCall.call_id, ToolCall.input, ToolCall.result).where(
-        ToolCall.call_id.in_(bindparam("ids", expanding=True))
-    )
+# The calls of the steps a context shows, with their bodies: a call is planned with its step,
+# in its transaction and with its time, so those from the earliest shown step's time on hold
+# them all (less a margin, for rows an earlier version timed one by one). A task's older calls
+# stay in the database: reading every call of a long task at every step grew with its length.
+_WINDOW_CALLS = HotQuery(
+    select(
+        ToolCall.call_id,
+        ToolCall.tool_use_id,
+        ToolCall.name,
+        ToolCall.status,
+        ToolCall.input,
+        ToolCall.result,
+    ).where(ToolCall.task_id == bindparam("task_id"), ToolCall.created_at >= bindparam("since"))
 )
+CALL_TIME_MARGIN = timedelta(seconds=1)
 
 
 def journal_reads(task_id: str) -> list[Bound]:
-    """The reads of `load_steps` and `load_calls`, to prefetch with a step's other reads."""
-    return [_STEPS.bind(task_id=task_id), _CALLS.bind(task_id=task_id)]
+    """The read of `load_steps`, to prefetch with a step's other reads."""
+    return [_STEPS.bind(task_id=task_id)]
 
 
 async def load_steps(session: AsyncSession, task_id: str) -> list[StepRow]:
@@ -252,10 +258,6 @@ async def load_messages(
     return {r[0]: MsgRow(*r) for r in rows if r[0] not in excluded}
 
 
-async def load_calls(session: AsyncSession, task_id: str) -> list[CallRow]:
-    return [CallRow(*r) for r in await _CALLS.rows(session, task_id=task_id)]
-
-
 def call_order(call_id: str) -> tuple[int, int, int]:
     """(turn, step, index) of a call, from its id `{task}:{turn}:{step}:{index}`."""
     _, turn, step, index = call_id.rsplit(":", 3)
@@ -270,36 +272,38 @@ def calls_by_step(calls: list[CallRow]) -> dict[tuple[int, int], list[CallRow]]:
     return out
 
 
-def _shown_calls(
-    steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
-) -> dict[str, CallRow]:
-    return {c.call_id: c for st in steps for c in calls_by_step.get((st.turn, st.step), [])}
+def _window_since(steps: list[StepRow]) -> datetime:
+    return min(s.created_at for s in steps) - CALL_TIME_MARGIN
 
 
-def bodies_reads(
-    steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
-) -> list[Bound]:
-    """The reads of `load_bodies`."""
-    calls = _shown_calls(steps, calls_by_step)
-    reads = [_RESPONSES.bind(ids=[s.id for s in steps])] if steps else []
-    return reads + ([_CALL_BODIES.bind(ids=list(calls))] if calls else [])
-
-
-async def load_bodies(
-    session: AsyncSession, steps: list[StepRow], calls_by_step: dict[tuple[int, int], list[CallRow]]
-) -> None:
-    """Fill in the response of `steps` and the input and result of their calls."""
+def window_reads(task_id: str, steps: list[StepRow]) -> list[Bound]:
+    """The reads of `load_window`."""
     if not steps:
-        return
+        return []
+    return [
+        _RESPONSES.bind(ids=[s.id for s in steps]),
+        _WINDOW_CALLS.bind(task_id=task_id, since=_window_since(steps)),
+    ]
+
+
+async def load_window(session: AsyncSession, task_id: str, steps: list[StepRow]) -> list[CallRow]:
+    """Fill in the response of `steps`; their calls, with input and result, in call order."""
+    if not steps:
+        return []
     rows = await _RESPONSES.rows(session, ids=[s.id for s in steps])
     response: dict[int, Any] = {i: r for i, r in rows}
     for st in steps:
         st.response = response[st.id]
-    calls = _shown_calls(steps, calls_by_step)
-    if not calls:
-        return
-    for cid, inp, res in await _CALL_BODIES.rows(session, ids=list(calls)):
-        calls[cid].input, calls[cid].result = inp, res
+    shown = {(s.turn, s.step) for s in steps}
+    since = _window_since(steps)
+    calls = [
+        CallRow(cid, use, name, status, inp, res)
+        for cid, use, name, status, inp, res in await _WINDOW_CALLS.rows(
+            session, task_id=task_id, since=since
+        )
+        if call_order(cid)[:2] in shown
+    ]
+    return sorted(calls, key=lambda c: call_order(c.call_id))
 
 
 # --- the task's state every step reads (the dynamic tail, the turn's state) ---------------

@@ -23,11 +23,9 @@ from activities.context_rows import (
     MsgLike,
     StepLike,
     body,
-    calls_by_step,
-    load_bodies,
-    load_calls,
     load_messages,
     load_steps,
+    load_window,
 )
 from activities.heartbeat import heartbeating
 from activities.toolkit import ToolDeps
@@ -111,9 +109,7 @@ class SegmentActivities:
             # was sent); bodies only for the segment's own steps.
             steps = (await load_steps(s, inp.task_id))[first : last + 1]
             msgs = await load_messages(s, inp.task_id, excl.message_ids)
-            call_rows = await load_calls(s, inp.task_id)
-            await load_bodies(s, steps, calls_by_step(call_rows))
-            calls = {c.tool_use_id: c for c in call_rows}
+            calls = {c.tool_use_id: c for c in await load_window(s, inp.task_id, steps)}
             kept = [st for st in steps if (inp.task_id, st.turn, st.step) not in excl.step_keys]
             lines = [step_line(st, msgs, calls) for st in kept]
             seen = sorted({m.id for st in kept for m in seen_in(msgs, st.turn, st.step)})
