@@ -32,6 +32,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import pq
 from sqlalchemy import Delete, Insert, Select, Update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
@@ -40,6 +41,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from lomo.db.begin import COMMITTED_EARLY, check_open, idle, needs_transaction
 
+_TUPLES_OK = pq.ExecStatus.TUPLES_OK
 # An expanding parameter as SQLAlchemy's compiler leaves it for execution time.
 _EXPANDING_IN = re.compile(r"(NOT )?IN \(__\[POSTCOMPILE_(\w+)\]\)")
 Processor = Callable[[Any], Any] | None
@@ -244,8 +246,11 @@ async def execute_all(s: AsyncSession, *stmts: Bound, commit: bool = False) -> l
 
 
 async def _rows_of(cur: Any) -> Sequence[tuple[Any, ...]]:
-    """A read's rows, a write's RETURNING rows; nothing for a write without RETURNING."""
-    return await cur.fetchall() if cur.description is not None else []
+    """A read's rows, a write's RETURNING rows; nothing for a write without RETURNING. Told
+    by the result's status: `cur.description` builds the column objects (6 µs a statement,
+    about thirty statements a step)."""
+    res = cur.pgresult
+    return await cur.fetchall() if res is not None and res.status == _TUPLES_OK else []
 
 
 async def _through_session(s: AsyncSession, b: Bound) -> Rows:
