@@ -71,7 +71,7 @@ from activities.memory import MemoryActivities
 from activities.registry import build_activities
 from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
 from bench.bare_step import JOURNAL_DDL, BareStep, JournalActivities, bare_model, bare_tool
-from bench.support import HEADER, connect, dev_server, fresh_pg, machine, row
+from bench.support import HEADER, connect, dev_server, drop_pg, fresh_pg, machine, row
 from cli.worker import make_worker
 from llm.standin.model import OfflineModel
 from llm.types import (
@@ -378,6 +378,7 @@ async def run(
     plat.watch.terminate()
     await plat.watch.wait()
     await db.dispose()
+    drop_pg(pg_url)
     ratio50 = _p(plat.times, 50) / _p(bare_times, 50)
     ratio99 = _p(plat.times, 99) / _p(bare_times, 99)
     label = f"{inferences} inference{'s' if inferences > 1 else ''}"

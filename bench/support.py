@@ -37,6 +37,14 @@ def fresh_pg(prefix: str = "lomo_b") -> tuple[str, str]:
     return f"{base}/{name}", f"{base.replace('postgresql://', 'postgresql+psycopg://')}/{name}"
 
 
+def drop_pg(url: str) -> None:
+    """Drop a database `fresh_pg` made, once its run is done (FORCE: a lingering connection
+    of the run's processes does not keep it)."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def dev_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The embedded stack's dev server: a SQLite file with WAL (lomo/temporal.py)."""
     port = free_port()

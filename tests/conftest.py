@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from tests.helpers import free_port
 
 CONTINUE_AS_NEW_KEY = "limit.historyCount.suggestContinueAsNew"
 CONTINUE_AS_NEW_AFTER_EVENTS = 400
+log = logging.getLogger(__name__)
 PG_ADMIN = os.environ.get("LOMO_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -86,8 +88,20 @@ def _fresh_pg_url() -> str:
     return f"{base.replace('postgresql://', 'postgresql+psycopg://')}/{name}"
 
 
+def _drop_pg(url: str) -> None:
+    """Drop a test's database once it is done (every Postgres test made one and left it:
+    hundreds piled up on a developer's server). FORCE ends what still holds a connection;
+    a failure leaves the database behind instead of failing the test."""
+    name = url.rsplit("/", 1)[1]
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.Error as e:
+        log.warning("test database %s left behind: %r", name, e)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / 'lomo.db'}"
     else:
@@ -97,7 +111,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
             pytest.skip("Postgres not reachable")
         url = _fresh_pg_url()
     upgrade(url)
-    return url
+    yield url
+    if request.param == "postgres":
+        _drop_pg(url)
 
 
 @pytest.fixture
