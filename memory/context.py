@@ -19,8 +19,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import Bound, HotQuery, execute_all, prefetched
-from lomo.db.models import MessageRow, utcnow
+from lomo.db.hot import Bound, HotQuery, prefetched
+from lomo.db.models import MessageRow
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
 from memory.models import (
@@ -253,13 +253,6 @@ def usage_writes(
         RECORD_USAGE.bind(p_task=task_id, p_turn=turn, p_step=step, p_version=vid, p_at=at)
         for vid in dict.fromkeys(version_ids)
     ]
-
-
-async def record_usage(
-    session: AsyncSession, task_id: str, turn: int, step: int, version_ids: list[str]
-) -> None:
-    """`usage_writes` run now, in the session's transaction."""
-    await execute_all(session, *usage_writes(task_id, turn, step, version_ids, utcnow()))
 
 
 def exclusion_reads(user_id: str) -> list[Bound]:
