@@ -28,10 +28,9 @@ up: install
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	$(PY) tools/check_layers.py
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors money routing memory workspace flows workflows activities api cli sim web scenarios tools
+	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal workflows activities api cli sim web scenarios
 
 pytest: install browser
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)

@@ -28,9 +28,7 @@ from activities.flow_rows import (
     plan_of,
     price_of,
 )
-from activities.generation import GenerationActivities, submit_order
-from activities.heartbeat import heartbeating
-from activities.toolkit import ToolDeps
+from activities.generation import GenerationActivities
 from flows import runs
 from flows.errors import FlowError
 from flows.graph import (
@@ -46,10 +44,13 @@ from flows.models import FlowRun, FlowRunNode
 from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
+from lomo.heartbeat import heartbeating
 from money.catalogue import validate_request
 from money.ledger import lock_account
 from money.orders import NeedsConfirmation, OrderRequest, Refused, place_order
 from money.policy import authorize
+from tools.base import ToolDeps
+from tools.generation import submit_order
 from workflows.flow_types import (
     CloseInput,
     FlowGraph,

@@ -1,348 +1,25 @@
-"""Paid generation: the generation tools, polling and collection.
-
-An order per paid call, unique on (workspace, idempotency_key = call_id). Money and the job
-state machine live in money/orders.py; the callback route and the compensating poll
-share `record_job_state`, so a lost callback and a delivered one end the same way, and the
-order settles or refunds exactly once in its terminal transition.
-"""
+"""Generation activities: poll a job, collect its result (the tools are `tools/generation.py`)."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-import time
-from datetime import datetime
 from typing import Any
 
-import httpx
-from sqlalchemy import select
-from sqlalchemy.exc import DBAPIError, IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
-from llm.types import ToolSpec
-from lomo import clock
-from lomo.cards import confirmed, create_card
-from lomo.db.engine import Database
-from lomo.db.models import Card, GenerationOrder
-from lomo.errors import InvalidInput, NotFound
+from lomo.db.models import GenerationOrder
 from lomo.events import append_event
-from lomo.settings import Settings
-from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
-    ORDER_RANK,
-    TERMINAL_ORDER,
     UNCLEAR_SUBMIT,
-    NeedsConfirmation,
-    OrderRequest,
-    Refused,
-    apply_job_state,
     claim_submit,
     fail_order,
-    place_order,
-    record_job_id,
     record_job_state,
-    release_submit,
     submit_unclear,
 )
+from tools.base import ToolDeps
+from tools.generation import MEDIA, fail, job_request, keep_job_id, now, post_job, refused
 from workflows.types import OrderRef, OrderState
-from workspace.store import create_asset, get_object
-
-__all__ = ["ORDER_RANK", "TERMINAL_ORDER", "apply_job_state", "record_job_state"]
-log = logging.getLogger(__name__)
-# How long an attempt keeps trying to store a job id the upstream returned (a Postgres
-# crash and restart takes seconds; the tool activity's start-to-close is 2 minutes).
-PERSIST_JOB_ID_SECONDS = 90.0
-MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d": "model/obj"}
-
-
-def now() -> datetime:
-    return clock.now()
-
-
-_EXTRA_PROPS: dict[str, dict[str, Any]] = {
-    "image": {
-        "width": {"type": "integer"},
-        "height": {"type": "integer"},
-        "reference_object_id": {"type": "string"},
-    },
-    "video": {"duration_s": {"type": "number"}, "reference_object_id": {"type": "string"}},
-    "audio": {"duration_s": {"type": "number"}},
-    "3d": {"reference_object_id": {"type": "string"}},
-}
-_WHAT = {
-    "image": "one image",
-    "video": "a short video, optionally animating a reference image asset",
-    "audio": "a short audio clip",
-    "3d": "one 3D model, optionally from a reference image asset",
-}
-
-
-def _spec(kind: str) -> ToolSpec:
-    """The model sees the catalogue in the tool itself: models, constraints, prices, so it
-    cannot plan a step the platform cannot do and knows what a call costs."""
-    models = [m for m in CATALOGUE.values() if m.kind == kind]
-    return ToolSpec(
-        name=f"generate_{kind}",
-        description=f"Generate {_WHAT[kind]} (paid). Returns an order; the result arrives "
-        "later. Over the person's thresholds it returns needs_confirmation and waits for "
-        "their answer. Models: " + " | ".join(m.describe() for m in models),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "model": {"type": "string", "enum": [m.name for m in models]},
-                **_EXTRA_PROPS[kind],
-            },
-            "required": ["prompt"],
-        },
-    )
-
-
-GENERATION_SPECS = {kind: _spec(kind) for kind in _WHAT}
-
-
-class GenerateTool(Tool):
-    """One paid generation per call, idempotent on the call's `call_id`.
-
-    quote (catalogue) → authorize + reserve (`place_order`, one transaction) or a `price`
-    card → claim the one submit → POST upstream with idempotency_key=call_id → persist the
-    job id at once. An unclear submit (timeout, broken answer, a worker killed before the
-    id was stored) is sent again with the same key by the call's next attempt when the
-    upstream honours idempotency keys; otherwise it fails the order and refunds it, never
-    resubmitted (see money/orders.py)."""
-
-    idempotent = True
-
-    def __init__(self, deps: ToolDeps, kind: str) -> None:
-        self.deps = deps
-        self.kind = kind
-        self.spec = GENERATION_SPECS[kind]
-        self.domain = kind  # image | video | audio | 3d: loaded on demand
-
-    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
-        try:
-            spec = await self._check(ctx, args)
-        except (InvalidInput, NotFound) as e:
-            # The model asked for something impossible: it hears why, nothing is spent.
-            return error(e.detail)
-        req = OrderRequest(
-            ctx.user_id, ctx.task_id, ctx.call_id, self.kind, spec.name, args, spec.price_cents
-        )
-        async with self.deps.db.session() as s:
-            placed = await place_order(s, req, self.deps.settings)
-            if isinstance(placed, Refused):
-                return error(placed.reason)
-            if isinstance(placed, NeedsConfirmation):
-                return ToolResult(
-                    "needs_confirmation",
-                    {
-                        "status": "needs_confirmation",
-                        "price_cents": spec.price_cents,
-                        "reason": placed.reason,
-                        "detail": "waiting for the person to confirm the price card",
-                    },
-                    card_id=placed.card.id,
-                )
-            order_id = placed.order.id
-        return await self._submit(order_id)
-
-    async def _check(self, ctx: ToolCallContext, args: dict[str, Any]) -> ModelSpec:
-        spec = validate_request(self.kind, args)
-        ref = args.get("reference_object_id")
-        if ref:
-            async with self.deps.db.session() as s:
-                obj = await get_object(s, ctx.user_id, str(ref))
-                if obj.type != "asset" or obj.deleted:
-                    raise InvalidInput(f"{ref} is not an asset that can be used as reference")
-        return spec
-
-    async def _submit(self, order_id: str) -> ToolResult:
-        settings = self.deps.settings
-        # An upstream that honours idempotency keys makes a submit that started without a
-        # job id safe to send again: the same key answers the same job, also to two
-        # attempts at once (an old worker still running beside its successor).
-        resend = settings.generation_upstream_idempotent
-        async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, order_id, with_for_update=True)
-            assert order is not None
-            if order.status == "failed":
-                return error(order.error or "generation failed", failed_order=order.id)
-            if order.upstream_job_id or order.status == "succeeded":
-                return _submitted(order.id)
-            if order.submit_started_at is not None and not resend:
-                if submit_unclear(order, settings):
-                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
-                    return error(UNCLEAR_SUBMIT, failed_order=order.id)
-                return _submitted(order.id)  # another attempt is submitting; polls resolve it
-            if not await claim_submit(s, order_id, again=resend):
-                return _submitted(order.id)
-            body = _job_request(order, settings)
-        try:
-            r = await _post_job(self.deps, body)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
-            # Nothing reached the upstream: release the claim; Temporal retries the call.
-            # (Not after a resend: an earlier attempt's POST may have reached it.)
-            if not resend:
-                async with self.deps.db.session() as s:
-                    await release_submit(s, order_id)
-            raise
-        except httpx.HTTPError as e:
-            log.warning("submit of %s unclear: %r", order_id, e)
-            if resend:
-                raise  # Temporal retries the call; its next attempt sends the key again
-            return await self._fail(order_id, UNCLEAR_SUBMIT)
-        if settings.fault_kill_after_submit:
-            os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
-        if r.status_code >= 400:
-            return await self._fail(order_id, _refused(r))
-        await _keep_job_id(self.deps.db, order_id, r)
-        return _submitted(order_id)
-
-    async def _fail(self, order_id: str, reason: str) -> ToolResult:
-        await _fail(self.deps, order_id, reason)
-        return error(reason, failed_order=order_id)
-
-
-def _job_request(order: GenerationOrder, settings: Settings) -> dict[str, Any]:
-    return {
-        "kind": order.kind,
-        "model": order.model,
-        "params": order.params,
-        "callback_url": f"{settings.resolved_api_url}/v1/generation/callbacks",
-        "idempotency_key": order.idempotency_key,
-    }
-
-
-async def _post_job(deps: ToolDeps, body: dict[str, Any]) -> httpx.Response:
-    settings = deps.settings
-    return await deps.http.post(
-        f"{settings.resolved_sim_url}/jobs",
-        json=body,
-        timeout=settings.generation_submit_timeout_seconds,
-    )
-
-
-def _refused(r: httpx.Response) -> str:
-    return f"upstream refused the job: HTTP {r.status_code}"
-
-
-async def _fail(deps: ToolDeps, order_id: str, reason: str) -> str:
-    async with deps.db.session() as s:
-        order = await s.get(GenerationOrder, order_id, with_for_update=True)
-        assert order is not None
-        await fail_order(s, order, reason, deps.settings)
-        return order.status
-
-
-async def _keep_job_id(db: Database, order_id: str, r: httpx.Response) -> str:
-    """Store the job id of the upstream's answer. A broken answer (no job id) raises, so
-    Temporal retries: an unclear submit like a timeout."""
-    job_id = str(r.json()["job_id"])
-    # Shielded: an attempt cancelled now (its heartbeat timed out while the dev server
-    # restarted) still stores the id it holds; the conditional writes keep a failed
-    # order failed.
-    await asyncio.shield(asyncio.ensure_future(_persist_job_id(db, order_id, job_id)))
-    return job_id
-
-
-async def _persist_job_id(db: Database, order_id: str, job_id: str) -> None:
-    """Persist the job id at once, riding out a DB outage (Postgres restarting).
-
-    Once the POST returned, the job id lives only in this attempt's memory: raising here
-    would make the order an unclear submit, failed and refunded while the vendor makes the
-    job (a result never collected). The attempt heartbeats meanwhile; only an outage longer
-    than PERSIST_JOB_ID_SECONDS falls back to the refund rule."""
-    deadline = time.monotonic() + PERSIST_JOB_ID_SECONDS
-    delay = 0.2
-    while True:
-        try:
-            async with db.session() as s:
-                await record_job_id(s, order_id, job_id)
-            return
-        except IntegrityError:
-            raise
-        except (DBAPIError, OSError) as e:
-            if time.monotonic() + delay > deadline:
-                raise
-            log.warning("job id %s of %s not stored yet, retrying: %r", job_id, order_id, e)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)  # land soon after the DB is back
-
-
-async def submit_order(deps: ToolDeps, order_id: str) -> ToolResult:
-    """The one upstream submit of an order already placed (a flow node's, too)."""
-    return await GenerateTool(deps, "image")._submit(order_id)  # _submit ignores the kind
-
-
-def _submitted(order_id: str) -> ToolResult:
-    return ToolResult(
-        "done", {"status": "submitted", "order_id": order_id}, order_id=order_id, made_progress=True
-    )
-
-
-class RequestBudgetTool(Tool):
-    """Ask the person for a plan budget for this task (a `price` card with a plan payload).
-    Only the person's confirmation of that card creates the budget."""
-
-    idempotent = True
-    domain = "budget"
-
-    def __init__(self, deps: ToolDeps) -> None:
-        self.deps = deps
-        self.spec = ToolSpec(
-            name="request_budget",
-            description="Ask the person to approve a total budget (cents, EUR) for this "
-            "task's plan; paid steps within it then run without further questions.",
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "amount_cents": {"type": "integer"},
-                    "purpose": {"type": "string"},
-                },
-                "required": ["amount_cents", "purpose"],
-            },
-        )
-
-    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
-        try:
-            amount = int(args["amount_cents"])
-            purpose = str(args.get("purpose") or "")[:500]
-        except (KeyError, TypeError, ValueError):
-            return error("amount_cents must be an integer")
-        if amount <= 0:
-            return error("amount_cents must be positive")
-        async with self.deps.db.session() as s:
-            old = await s.scalar(
-                select(Card).where(Card.user_id == ctx.user_id, Card.key == ctx.call_id)
-            )
-            if old is not None and old.status == "answered":
-                if confirmed(old):
-                    return ToolResult(
-                        "done", {"status": "approved", "amount_cents": old.price_cents}
-                    )
-                return error("the person declined this budget; do not spend without asking")
-            card = await create_card(
-                s,
-                user_id=ctx.user_id,
-                kind="price",
-                title=f"Budget for this plan: {amount / 100:.2f} EUR — {purpose}",
-                task_id=ctx.task_id,
-                price_cents=amount,
-                payload={"plan": True, "purpose": purpose, "call_id": ctx.call_id},
-                key=ctx.call_id,
-            )
-        return ToolResult(
-            "needs_confirmation",
-            {"status": "needs_confirmation", "amount_cents": amount},
-            card_id=card.id,
-        )
-
-
-def generation_tools(deps: ToolDeps) -> list[Tool]:
-    return [*(GenerateTool(deps, kind) for kind in GENERATION_SPECS), RequestBudgetTool(deps)]
+from workspace.store import create_asset
 
 
 class GenerationActivities:
@@ -369,13 +46,13 @@ class GenerationActivities:
                 # answers that key's job (racing the submit in flight is harmless).
                 if not await claim_submit(s, order.id, again=True):
                     return OrderState(order.id, order.status)
-                body = _job_request(order, settings)
+                body = job_request(order, settings)
         if body is not None:
-            posted = await _post_job(self.deps, body)  # unclear again: Temporal retries
+            posted = await post_job(self.deps, body)  # unclear again: Temporal retries
             if posted.status_code >= 400:
-                status = await _fail(self.deps, ref.order_id, _refused(posted))
+                status = await fail(self.deps, ref.order_id, refused(posted))
                 return OrderState(ref.order_id, status)
-            job_id = await _keep_job_id(self.deps.db, ref.order_id, posted)
+            job_id = await keep_job_id(self.deps.db, ref.order_id, posted)
         r = await self.deps.http.get(f"{settings.resolved_sim_url}/jobs/{job_id}")
         r.raise_for_status()
         job = r.json()

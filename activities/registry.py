@@ -6,22 +6,24 @@ from typing import Any
 
 import httpx
 
-from activities.checklist import checklist_tools
-from activities.context_tools import context_tools
-from activities.flow_tools import flow_tools
 from activities.flows import FlowActivities
-from activities.generation import GenerationActivities, generation_tools
-from activities.memory import MemoryActivities, memory_tools
-from activities.probe_tools import probe_tools
+from activities.generation import GenerationActivities
+from activities.memory import MemoryActivities
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
-from activities.toolkit import Tool, ToolDeps
-from activities.workspace_tools import workspace_tools
 from llm.providers import build_provider
 from llm.types import ModelProvider
 from lomo.db.engine import Database
 from lomo.settings import Settings
+from tools.base import Tool, ToolDeps
+from tools.checklist import checklist_tools
+from tools.context import context_tools
+from tools.flows import flow_tools
+from tools.generation import generation_tools
+from tools.memory import memory_tools
+from tools.probes import probe_tools
+from tools.workspace import workspace_tools
 from workspace.blobs import make_asset_store
 
 

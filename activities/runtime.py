@@ -12,11 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.context import ContextExtras, build_context, context_reads
-from activities.context_rows import TASK_HEAD, TaskHead, state_reads
-from activities.context_tools import keep_outside, note_unloaded
-from activities.heartbeat import heartbeating
-from activities.runtime_db import (
+from context.build import ContextExtras, build_context, context_reads
+from context.segments import ContextPolicy
+from journal.rows import TASK_HEAD, TaskHead, state_reads
+from journal.running import ShowLater, running_batch, write_running
+from journal.statements import (
     CALL_RESULT,
     FINAL_CALL,
     LOCK_CALL,
@@ -34,15 +34,13 @@ from activities.runtime_db import (
     steps_upto,
     write_status,
 )
-from activities.segments import ContextPolicy
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
-from activities.turn_status import ShowLater, running_batch, write_running
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
 from lomo.db.hot import execute_all, prefetched
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.events import append_event, event_batch
+from lomo.heartbeat import heartbeating
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import (
     MemoryContext,
@@ -53,6 +51,8 @@ from memory.context import (
     read_profile,
     usage_writes,
 )
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from tools.context import keep_outside, note_unloaded
 from workflows.types import (
     CardRef,
     CardState,

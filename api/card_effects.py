@@ -12,13 +12,13 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from activities.checklist import DECISION_EFFECT
 from api.dispatch import route_via_main
 from api.memory_dispatch import forget_and_wait, request_forget
 from lomo.cards import CardEffect, confirmed
 from lomo.db.models import Card
 from memory.models import ForgetRecord
 from money.cards import PRICE_EFFECT
+from tools.checklist import DECISION_EFFECT
 from workspace.cards import DELETE_EFFECT
 
 

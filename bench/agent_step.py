@@ -69,7 +69,6 @@ from temporalio.worker import Worker
 
 from activities.memory import MemoryActivities
 from activities.registry import build_activities
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
 from bench.bare_step import JOURNAL_DDL, BareStep, JournalActivities, bare_model, bare_tool
 from bench.support import HEADER, connect, dev_server, drop_pg, fresh_pg, machine, row
 from cli.worker import make_worker
@@ -91,6 +90,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.types import ExtractInput
 from tests.runtime_support import add_message, new_user
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
 from workspace.blobs import make_asset_store

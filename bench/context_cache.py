@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from activities.context import estimate_tokens
-from activities.segments import ContextPolicy
+from context.build import estimate_tokens
+from context.segments import ContextPolicy
 from lomo.db.migrate import upgrade
 from lomo.settings import Settings
 from tests.context_support import Policy, cached_share, context_run, usage_of

@@ -26,7 +26,6 @@ from activities.memory import MemoryActivities
 from activities.registry import build_tools
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
 from llm.anthropic_provider import AnthropicProvider
 from llm.standin.model import OfflineModel
 from llm.standin.server import create_standin_app
@@ -39,6 +38,7 @@ from lomo.settings import Settings
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput
 from tests.helpers import ThreadServer
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import FakeEmbedder
 from workflows.types import SegmentInput, StepInput, ToolInput

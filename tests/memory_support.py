@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 
 from activities.memory import MemoryActivities
-from activities.toolkit import ToolDeps
 from llm.standin.extract import offline_extract
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.auth import create_user
@@ -19,6 +18,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput, ExtractOutput
+from tools.base import ToolDeps
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import FakeEmbedder
 from workspace.store import AssetStore

@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 
-from activities.checklist import AskPerson, UpdateChecklist, load_items
-from activities.toolkit import ToolCallContext, ToolDeps
 from lomo.cards import answer_card
 from lomo.db.engine import Database
 from lomo.db.models import Task
 from lomo.settings import Settings
 from tests.runtime_support import new_user
+from tools.base import ToolCallContext, ToolDeps
+from tools.checklist import AskPerson, UpdateChecklist, load_items
 from workspace.store import AssetStore, create_asset
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from activities.context import ContextExtras
-from activities.context_prefix import profile_layout
+from context.build import ContextExtras
+from context.prefix import profile_layout
 from llm.standin.server import BadRequest, account_cache, check_cache_markup
 from tests.context_support import unexplained_prefix_changes
 

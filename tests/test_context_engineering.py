@@ -15,10 +15,9 @@ import httpx
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities.context import build_context
-from activities.context_tools import PREVIEW_CHARS
-from activities.segments import ContextPolicy, step_line
 from api.app import create_app
+from context.build import build_context
+from context.segments import ContextPolicy, step_line
 from lomo.db.context import ContextSegment, ToolOutput
 from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
 from memory.forget import forget
@@ -31,6 +30,7 @@ from tests.context_support import (
     unexplained_prefix_changes,
 )
 from tests.helpers import ThreadServer
+from tools.context import PREVIEW_CHARS
 from workflows.types import SegmentInput
 
 TURN, SEGMENT, RECENT, STEPS = 6, 5, 4, 46  # the last step closes no segment

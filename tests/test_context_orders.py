@@ -5,8 +5,8 @@ running nor as succeeded, so the model ordered them again.)"""
 
 from __future__ import annotations
 
-from activities.context import ContextExtras
-from activities.context_tail import dynamic_tail
+from context.build import ContextExtras
+from context.tail import dynamic_tail
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task

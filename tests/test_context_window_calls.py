@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-import activities.context as context
-import activities.context_rows as context_rows
 import activities.runtime as runtime
+import context.build as context
+import journal.rows as context_rows
 import lomo.db.hot as hot
-from activities.context import build_context
-from activities.context_rows import _WINDOW_CALLS, call_order
-from activities.segments import ContextPolicy
+from context.build import build_context
+from context.segments import ContextPolicy
+from journal.rows import _WINDOW_CALLS, call_order
 from llm.types import ToolResultBlock
 from lomo.db.models import Task, ToolCall
 from tests.context_support import Policy, context_run

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from activities.generation import apply_job_state
 from lomo.db.models import Event, GenerationOrder, ObjectVersion
+from money.orders import apply_job_state
 from tests.stack import Stack, running_stack
 from tests.test_slice import run_cat_slice
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from activities.toolkit import ToolCallContext
 from lomo.auth import create_user
 from lomo.db.models import Event, GenerationOrder, Task
 from lomo.ids import new_id
@@ -24,6 +23,7 @@ from lomo.signing import SIGNATURE_HEADER, sign
 from money.models import LedgerEntry
 from tests.helpers import eventually
 from tests.test_money import Money, money_env
+from tools.base import ToolCallContext
 
 CALLBACKS = "/v1/generation/callbacks"
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tools.check_layers import LAYERS, check
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.toolkit import ToolDeps
 from lomo.db.engine import Database
 from memory.context import memory_for_context
 from memory.services import MemoryServices, install_services
 from tests.memory_support import Env, make_env
+from tools.base import ToolDeps
 from vectors import VectorHit, VectorIndex, VectorPoint
 from vectors.base import VectorFilter
 

@@ -11,7 +11,6 @@ from sqlalchemy import select
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from activities.toolkit import ToolDeps
 from api.memory_dispatch import request_extraction, workflow_id
 from cli.worker import WORKFLOWS
 from llm.standin.extract import offline_extract
@@ -25,6 +24,7 @@ from memory.services import close_services, get_services
 from memory.types import MemoryInput
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
+from tools.base import ToolDeps
 from workflows.memory import MemoryWorkflow
 from workspace.store import AssetStore
 

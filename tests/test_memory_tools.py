@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from activities.memory import ForgetMemory, RecallMemory
-from activities.toolkit import ToolCallContext
 from lomo.db.engine import Database
 from lomo.db.models import Card
 from memory.models import Evidence
 from tests.memory_support import Env, make_env
+from tools.base import ToolCallContext
+from tools.memory import ForgetMemory, RecallMemory
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from activities.generation import GenerateTool, GenerationActivities, RequestBudgetTool
-from activities.toolkit import ToolCallContext, ToolDeps, ToolResult
+from activities.generation import GenerationActivities
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -30,6 +29,8 @@ from money.ledger import ledger_problems
 from money.models import Account, Approval, LedgerEntry, PlanBudget
 from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, eventually, free_port
+from tools.base import ToolCallContext, ToolDeps, ToolResult
+from tools.generation import GenerateTool, RequestBudgetTool
 from workflows.types import OrderRef
 from workspace.store import AssetStore
 

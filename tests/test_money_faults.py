@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from activities.generation import GenerateTool
 from lomo.db.engine import Database
 from lomo.db.models import Event, GenerationOrder
 from lomo.signing import SIGNATURE_HEADER, sign
@@ -21,6 +20,7 @@ from money.models import LedgerEntry
 from money.orders import UNCLEAR_SUBMIT
 from tests.helpers import eventually
 from tests.test_money import Money, money_env
+from tools.generation import GenerateTool
 
 
 @pytest.fixture

@@ -17,11 +17,12 @@ import pytest
 from sqlalchemy import select
 
 from activities import generation
-from activities.generation import GenerateTool, GenerationActivities
-from activities.toolkit import ToolCallContext
+from activities.generation import GenerationActivities
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder
 from tests.test_money import Money, money_env
+from tools.base import ToolCallContext
+from tools.generation import GenerateTool
 from workflows.types import OrderRef
 
 

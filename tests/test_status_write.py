@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import bindparam, select
 from temporalio.exceptions import ApplicationError
 
-from activities.runtime_db import (
+from journal.statements import (
     CALL_RESULT,
     LOCK_CALL,
     PLAN_CALL,

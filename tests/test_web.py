@@ -152,10 +152,10 @@ def test_poster_series_answered_by_clicking(browser: Any, stack: dict[str, Any])
 
 def _agent_edits(st: dict[str, Any], object_id: str, old: str, new: str) -> None:
     """The agent's real tool path (EditDocument, authored by a task) on the stack's DB."""
-    from activities.toolkit import ToolCallContext, ToolDeps
-    from activities.workspace_tools import EditDocument
     from lomo.db.engine import Database
     from lomo.settings import Settings
+    from tools.base import ToolCallContext, ToolDeps
+    from tools.workspace import EditDocument
     from workspace.blobs import make_asset_store
 
     async def run() -> None:

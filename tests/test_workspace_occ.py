@@ -16,8 +16,6 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities.toolkit import ToolCallContext, ToolDeps
-from activities.workspace_tools import workspace_tools
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -26,6 +24,8 @@ from lomo.errors import Conflict
 from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.helpers import ThreadServer
+from tools.base import ToolCallContext, ToolDeps
+from tools.workspace import workspace_tools
 from workspace import store, writes
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from activities.toolkit import ToolCallContext
 from lomo.db.models import ObjectVersion, Task, TaskObject, WorkObject
 from lomo.ids import new_id
 from tests.test_workspace_occ import Env, workspace_env
+from tools.base import ToolCallContext
 from workspace.notices import notices_for_context
 
 STORYBOARD = (

@@ -6,7 +6,6 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from activities.checklist import item_view, load_items
 from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
 from api.dispatch import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.routes.messages import MessageIn, accept_message
@@ -14,6 +13,7 @@ from lomo.cards import card_view
 from lomo.db.models import Card, ModelStep, Task, TaskObject
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
+from tools.checklist import item_view, load_items
 from workflows.types import ResumeInput
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])

@@ -31,9 +31,11 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context_prefix import compare_prefix, profile_layout
-from activities.context_prefix import sha as _sha
-from activities.context_rows import (
+from context.prefix import compare_prefix, profile_layout
+from context.prefix import sha as _sha
+from context.segments import ContextPolicy, step_line
+from context.tail import dynamic_tail, tail_reads, task_header, visible_result
+from journal.rows import (
     CallRow,
     MessageWindow,
     MsgRow,
@@ -48,16 +50,6 @@ from activities.context_rows import (
     messages_read,
     window_reads,
 )
-from activities.context_tail import dynamic_tail, tail_reads, task_header, visible_result
-from activities.context_tools import (
-    DOMAINS,
-    domain_tool_names,
-    loaded_domains,
-    request_tools,
-    tools_text,
-)
-from activities.segments import ContextPolicy, step_line
-from activities.toolkit import Tool
 from llm.types import (
     Block,
     Message,
@@ -72,6 +64,14 @@ from llm.types import (
 from lomo.db.context import ContextSegment
 from lomo.db.hot import Bound, HotQuery, prefetched
 from lomo.db.models import ModelStep
+from tools.base import Tool
+from tools.context import (
+    DOMAINS,
+    domain_tool_names,
+    loaded_domains,
+    request_tools,
+    tools_text,
+)
 
 SYSTEM_RULES = (
     "You are Lomo, a creative agent working with one person over days. Answer in the "

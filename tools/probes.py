@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult
 from llm.types import ToolSpec
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 
 _SCHEMA = {
     "type": "object",

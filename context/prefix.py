@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from activities.context import ContextExtras
+    from context.build import ContextExtras
 
 
 def sha(parts: list[Any]) -> str:

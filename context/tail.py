@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context_rows import (
+from flows.graph import run_of_call
+from flows.models import FlowRun
+from flows.runs import progress_lines
+from journal.rows import (
     TaskLike,
     load_card_rows,
     load_item_rows,
@@ -19,14 +22,11 @@ from activities.context_rows import (
     order_read,
     state_reads,
 )
-from flows.graph import run_of_call
-from flows.models import FlowRun
-from flows.runs import progress_lines
 from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import WorkObject
 
 if TYPE_CHECKING:
-    from activities.context import ContextExtras
+    from context.build import ContextExtras
 
 
 def task_header(task: TaskLike) -> str:

@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
 from lomo.db.models import TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from workspace import store, writes
 from workspace.cards import request_delete
 from workspace.edits import parse_edits

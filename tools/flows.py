@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from flows import runs
 from flows.errors import FlowError
 from llm.types import ToolSpec
 from lomo.errors import Conflict, InvalidInput, NotFound
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
 START = "_start_flow_run"  # journal field the runtime turns into ToolOutcome.flow_run
 

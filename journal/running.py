@@ -22,7 +22,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.runtime_db import status_batch, write_status
+from journal.statements import status_batch, write_status
 from lomo.db.engine import Database
 from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Task

@@ -12,12 +12,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from llm.types import ToolSpec
 from lomo import clock
 from lomo.cards import CardEffect, confirmed, create_card
 from lomo.db.models import Card, ChecklistItem, GenerationOrder, WorkObject
 from lomo.events import append_event
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
 ITEM_STATUSES = ("open", "in_progress", "done", "blocked", "skipped")
 CLOSED = ("done", "skipped")

@@ -24,12 +24,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context_rows import CallLike, call_order
-from activities.toolkit import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from journal.rows import CallLike, call_order
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
 from lomo.db.models import ModelStep, ToolCall
 from lomo.ids import new_id
+from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
 # The order domains are offered in (the system text lists them in this order).
 DOMAINS = ("image", "video", "audio", "3d", "documents", "flows", "memory", "budget")
