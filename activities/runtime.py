@@ -1,58 +1,43 @@
-"""The runtime's activities: model steps, the journaled tool dispatcher, task status."""
+"""The runtime's activities: the model step, the journaled tool dispatcher, task status.
+
+Each reads and writes through the step's storage (`journal/store.py`) and returns facts;
+the workflow decides what follows (`workflows/task.py`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from context.build import ContextExtras, build_context, context_reads
+from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
-from journal.rows import TASK_HEAD, TaskHead, state_reads
-from journal.running import ShowLater, running_batch, write_running
-from journal.statements import (
-    CALL_RESULT,
-    FINAL_CALL,
-    LOCK_CALL,
-    MARK_PROCESSED,
-    PLAN_CALL,
-    READ_CALL,
-    START_CALL,
-    STORE_STEP,
-    STORED_STEP,
-    TASK_TURN,
-    end_status,
-    message_texts,
-    read_turn_state,
-    retrieval_query,
-    steps_upto,
-    write_status,
+from context.types import Recalled, StepData
+from journal.running import ShowRunning
+from journal.store import StepStore
+from journal.types import (
+    CallResult,
+    PlannedCallRow,
+    StatusChange,
+    StepLoad,
+    StepQuery,
+    StepRecord,
+    TurnFacts,
 )
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
-from lomo.db.hot import execute_all, prefetched
 from lomo.db.models import Card, ChecklistItem, Task
-from lomo.events import append_event, event_batch
 from lomo.heartbeat import heartbeating
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
-from memory.context import (
-    MemoryContext,
-    exclusion_reads,
-    exclusions,
-    memory_for_context,
-    profile_reads,
-    read_profile,
-    usage_writes,
-)
+from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
-from tools.context import keep_outside, note_unloaded
+from tools.context import Kept, keep_outside, unloaded_note
 from workflows.types import (
     CardRef,
     CardState,
@@ -66,13 +51,9 @@ from workflows.types import (
     TurnState,
     TurnStateInput,
 )
-from workspace.notices import notice_read, notices_for_context
 
 log = logging.getLogger(__name__)
-
-
-def now() -> datetime:
-    return clock.now()
+FINAL_CALL = ("done", "error", "outcome_unknown")
 
 
 class RuntimeActivities:
@@ -82,339 +63,172 @@ class RuntimeActivities:
         self.provider = provider
         self.tools = tools
         self.policy = ContextPolicy.of(deps.settings)
+        self.store = StepStore(deps.db, self.policy)
 
-    # --- model steps ----------------------------------------------------------------
-    @staticmethod
-    def _running(inp: StepInput) -> StatusInput | None:
-        """The turn's status (`running`), guarded by the task's stored turn: a retried step
-        that stored its decision does not write it again."""
-        return None if inp.status is None else replace(inp.status, only_before_turn=inp.turn)
-
-    @staticmethod
-    async def _person(s: AsyncSession, task_id: str) -> str:
-        """The task's person, for a step scheduled before `StepInput` carried it."""
-        head = await TASK_HEAD.first(s, task_id=task_id)
-        if head is None:
-            raise ApplicationError(f"no task {task_id}", non_retryable=True)
-        return str(head[1])
-
-    async def _turn_status(self, s: AsyncSession, inp: StepInput) -> None:
-        running = self._running(inp)
-        if running is not None:
-            await write_status(s, running)
-
-    async def _end_of_step(self, s: AsyncSession, inp: StepInput, decision: StepDecision) -> None:
-        """A step that ends the turn without a call reads the turn's state, and writes the
-        status of a verdict that waits for the person, in the transaction that stores it."""
-        if not decision.end_turn or decision.calls:
-            return
-        decision.turn_state = await read_turn_state(s, inp.task_id, inp.turn)
-        if inp.end is not None:
-            snap = replace(inp.end, asked_person=decision.asked_person)
-            # The step's last write: it commits the step's transaction in its round trip.
-            decision.status_written = await end_status(
-                s, inp.task_id, inp.turn, snap, decision.turn_state, progress=False, commit=True
-            )
-
+    # --- the model step ---------------------------------------------------------------------
     @activity.defn(name="model_step")
     async def model_step(self, inp: StepInput) -> StepDecision:
-        async with self.db.session() as s:
-            user_id = inp.user_id or await self._person(s, inp.task_id)
-            # Every read of the step goes out in one round trip (lomo/db/hot.py): what decides
-            # the path, memory's profile and everything the context is built from; on
-            # Postgres outside a transaction (they write nothing: lomo/db/begin.py).
-            running, at = self._running(inp), now()
-            texts = message_texts(inp.message_ids) if inp.message_ids else None
-            memory: asyncio.Future[MemoryContext] | None = None
-            try:
-                async with prefetched(
-                    s,
-                    STORED_STEP.bind(task_id=inp.task_id, turn=inp.turn, step=inp.step),
-                    TASK_HEAD.bind(task_id=inp.task_id),
-                    *([texts] if texts else []),
-                    *profile_reads(user_id, inp.task_id),
-                    *exclusion_reads(user_id),
-                    notice_read(inp.task_id),
-                    *context_reads(inp.task_id, user_id),
-                ):
-                    stored = await STORED_STEP.first(
-                        s, task_id=inp.task_id, turn=inp.turn, step=inp.step
-                    )
-                    if stored:  # the decision is persisted: never ask the model twice
-                        await self._turn_status(s, inp)
-                        n = await steps_upto(s, inp.task_id, stored[0])
-                        response = ModelResponse.from_dict(stored[1])
-                        decision = _decision(response, self.policy.closing(n))
-                        await self._end_of_step(s, inp, decision)
-                        return decision
-                    head = await TASK_HEAD.first(s, task_id=inp.task_id)
-                    if head is None:
-                        raise ApplicationError(f"no task {inp.task_id}", non_retryable=True)
-                    # The context shows the turn it is built for; the row itself is written
-                    # with the stored step below, so building the context writes nothing.
-                    task = TaskHead(*head)
-                    task.turn = inp.turn
-                    if task.user_id != user_id:
-                        raise ApplicationError(
-                            f"task {inp.task_id} is not the person's {user_id}", non_retryable=True
-                        )
-                    said = [r[0] for r in await texts.rows(s)] if texts else []
-                    # Only the search is left of memory (it degrades on its own, with a
-                    # timeout inside, never raises): it runs while the context's own reads
-                    # travel, and its memories join the context after them.
-                    profile, unbound = await read_profile(s, user_id, inp.task_id)
-                    memory = asyncio.ensure_future(
-                        memory_for_context(
-                            self.deps,
-                            user_id,
-                            inp.task_id,
-                            retrieval_query(task.goal, said),
-                            (profile, unbound),
-                        )
-                    )
-                    excl = await exclusions(s, user_id)
-                    extras = ContextExtras(
-                        profile=profile.profile_text,
-                        profile_version=profile.profile_version,
-                        notices=await notices_for_context(s, inp.task_id),
-                        excluded_messages=excl.message_ids,
-                        excluded_steps={
-                            (t, n) for tid, t, n in excl.step_keys if tid == inp.task_id
-                        },
-                    )
-
-                    async def found(extras: ContextExtras) -> None:
-                        assert memory is not None
-                        got = await memory
-                        extras.memories = got.items
-                        extras.degraded = [f"memory: {got.degraded}"] if got.degraded else []
-
-                    built = await build_context(
-                        s,
-                        task,
-                        inp.turn,
-                        inp.step,
-                        inp.message_ids,
-                        self.tools,
-                        extras,
-                        self.policy,
-                        late=found,
-                    )
-                    mem = await memory
-            finally:
-                if memory is not None:
-                    memory.cancel()  # only if this step failed before taking its result
-        # `running` is written while the model thinks, or with its decision if it answers
-        # first (activities/turn_status.py): the step's reads wrote nothing.
-        later = (
-            ShowLater(self.db, running, at, self.deps.settings.running_event_seconds)
-            if running
-            else None
-        )
+        """Load the step, ask the model, commit the decision; a step whose decision is
+        stored answers from it and never asks the model twice."""
+        at = clock.now()
+        searching: list[asyncio.Future[MemoryContext]] = []
+        try:
+            loaded = await self.store.load_step(
+                StepQuery(inp.task_id, inp.user_id, inp.turn, inp.step, inp.message_ids),
+                lambda data, unbound: searching.append(self._search(data, unbound)),
+            )
+            if loaded.stored is not None:
+                return await self._stored(inp, loaded)
+            recalled = await _recalled(searching[0]) if searching else Recalled()
+        except (LookupError, PermissionError) as e:
+            raise ApplicationError(str(e), non_retryable=True) from e
+        finally:
+            for f in searching:
+                f.cancel()  # a no-op once it finished; a failed step drops its search
+        built = build_context(loaded.data, self.tools, self.policy, recalled)
+        running = _running(inp)
+        show = ShowRunning(self.store, running, at, self.deps.settings.running_event_seconds)
         try:
             async with heartbeating():
                 resp = await self.provider.complete(built.request)
         except BaseException:
-            if later is not None:
-                later.cancel()
+            show.cancel()
             raise
-        show = running if later is not None and await later.settle() else None
-        async with self.db.session() as s:
-            # Plain INSERTs (no unit-of-work flush), sent together (lomo/db/hot.py): the
-            # unique (task, turn, step) makes a concurrent attempt's insert fail this
-            # transaction instead of adding a step.
-            at_start, at = at, now()
-            key = {"p_task": inp.task_id, "p_turn": inp.turn, "p_step": inp.step, "p_at": at}
-            context = {
-                "layers": built.layers,
-                "tools": built.visible_tools,
-                "reported_orders": built.reported_orders,
-                "prefix": built.prefix,
-            }
-            # The steps before this one plus this one.
-            decision = _decision(resp, self.policy.closing(built.steps_before + 1))
-            # The turn's state, should this step end the turn, read in the same round trip.
-            ends = decision.end_turn and not decision.calls
-            reply = {"task_id": inp.task_id, "text": resp.text}
-            lead = running_batch(s, show, at_start) if show else []
-            if show and not lead:
-                await write_running(s, show, at_start, lead)  # before the batch's events
-            async with prefetched(
-                s,
-                *lead,
-                STORE_STEP.bind(
-                    **key,
-                    p_context=context,
-                    p_response=resp.to_dict(),
-                    p_reported=built.reported_orders or None,
-                ),
-                MARK_PROCESSED.bind(**key, p_ids=inp.message_ids),
-                # No read of the row: the person is known from the read above.
-                TASK_TURN.bind(**key),
-                *(
-                    PLAN_CALL.bind(
-                        p_id=f"{inp.task_id}:{inp.turn}:{inp.step}:{i}",
-                        p_task=inp.task_id,
-                        p_use=use.id,
-                        p_name=use.name,
-                        p_input=use.input,
-                        p_at=at,
-                    )
-                    for i, use in enumerate(resp.tool_uses)
-                ),
-                *(event_batch(s, user_id, "task.reply", reply, at) if resp.text else []),
-                # Which memory versions this output drew on: forgetting one excludes it.
-                *usage_writes(inp.task_id, inp.turn, inp.step, mem.version_ids, at),
-                *(state_reads(inp.task_id) if ends else []),
-                # Committed in the same round trip when nothing is written after the batch
-                # (the turn goes on, or ends with a call).
-                commit=not ends,
-            ):
-                if show and lead:
-                    await write_running(s, show, at_start, lead)
-                if resp.text:  # answered from the batch where it was in it
-                    await append_event(s, user_id, "task.reply", reply, at=at)
-                await self._end_of_step(s, inp, decision)
+        decision = _decision(resp, self.policy.closing(built.steps_before + 1))
+        record = _record(inp, built, resp, recalled)
+        record.running, record.running_at = (running, at) if await show.settle() else (None, None)
+        record.turn_facts = decision.end_turn and not decision.calls
+        facts = await self._commit(record)
+        decision.turn_state = _turn_state(facts) if facts else None
         MODEL_STEPS.inc()
         return decision
 
-    # --- tools ----------------------------------------------------------------------
-    async def _after_call(
-        self, s: AsyncSession, inp: ToolInput, outcome: ToolOutcome, commit: bool = False
-    ) -> None:
-        """The turn's last call reads the turn's state (and writes the status of a verdict
-        that waits for the person) in the transaction that stores its result. `commit`: that
-        status write is the session's last (it commits in the same round trip)."""
-        if not inp.turn_state_for:
-            return
-        outcome.turn_state = await read_turn_state(s, inp.task_id, inp.turn_state_for)
-        if inp.end is not None:
-            outcome.status_written = await end_status(
-                s,
-                inp.task_id,
-                inp.turn_state_for,
-                inp.end,
-                outcome.turn_state,
-                progress=outcome.made_progress,
-                new_order=outcome.order_id,
-                new_card=outcome.card_id,
-                commit=commit,
+    def _search(self, data: StepData, unbound: bool) -> asyncio.Future[MemoryContext]:
+        """Memory's search for this step, started while the rest of the step loads (it
+        degrades on its own, with a timeout inside, and never raises)."""
+        p = data.profile
+        profile = MemoryContext(p.version, p.text, version_ids=list(p.version_ids))
+        query = "\n".join([data.task.goal, *data.said])[:2000]
+        return asyncio.ensure_future(
+            memory_for_context(
+                self.deps, data.task.user_id, data.task.id, query, (profile, unbound)
             )
+        )
 
+    async def _stored(self, inp: StepInput, loaded: StepLoad) -> StepDecision:
+        """The decision an earlier attempt stored, with the turn's facts if it ended it."""
+        assert loaded.stored is not None
+        response, n = loaded.stored
+        decision = _decision(ModelResponse.from_dict(response), self.policy.closing(n))
+        running = _running(inp)
+        if running is not None:
+            await self.store.write_status(running, clock.now())
+        if decision.end_turn and not decision.calls:
+            facts = await self.store.turn_facts(inp.task_id, inp.turn)
+            decision.turn_state = _turn_state(facts)
+        return decision
+
+    async def _commit(self, record: StepRecord) -> TurnFacts | None:
+        try:
+            return await self.store.commit_step(record)
+        except IntegrityError as e:
+            # A concurrent attempt stored this step first: the retry answers from it.
+            raise ApplicationError(f"step {record.turn}.{record.step} stored twice") from e
+
+    # --- the tool dispatcher ------------------------------------------------------------------
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolInput) -> ToolOutcome:
         """Journal the call under its call_id, then dispatch; a replay returns the record."""
-        async with self.db.session() as s:
-            planned = self.tools.get(inp.name)
-            if planned is not None and planned.idempotent:
-                # Running it twice is harmless, so the `started` mark (which only tells a
-                # retry that a call may have acted) is not written: this transaction writes
-                # nothing, and its commit waits for no WAL flush (0.85 ms of the agent step
-                # on this machine, issue 14).
-                (found,) = await execute_all(s, READ_CALL.bind(call_id=inp.call_id))
-            else:
-                # The lock and the `started` mark in one round trip (the mark changes
-                # nothing when the call has its result).
-                found, _ = await execute_all(
-                    s,
-                    LOCK_CALL.bind(call_id=inp.call_id),
-                    START_CALL.bind(p_id=inp.call_id, p_at=now()),
-                )
-            if not found:
-                raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
-            status, result, name, args, user_id = found[0]
-            if inp.name and name != inp.name:
-                raise ApplicationError(
-                    f"call {inp.call_id} is a call of {name}, not {inp.name}", non_retryable=True
-                )
-            if result is not None and status in FINAL_CALL:
-                done = _outcome(status, result)  # same answer, no second effect
-                await self._after_call(s, inp, done)
-                return done
-            tool = self.tools.get(name)
-            crashed_mid_call = status == "started"
-            unseen = (
-                await note_unloaded(s, inp.task_id, inp.call_id, tool, self.tools) if tool else None
+        planned = self.tools.get(inp.name)
+        # An idempotent tool may run twice: neither locked nor marked `started` first.
+        mark = planned is None or not planned.idempotent
+        found = await self.store.open_call(inp.call_id, mark, clock.now())
+        if found is None:
+            raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
+        if inp.name and found.name != inp.name:
+            raise ApplicationError(
+                f"call {inp.call_id} is a call of {found.name}, not {inp.name}",
+                non_retryable=True,
             )
-            args = dict(args)
+        if found.result is not None and found.status in FINAL_CALL:
+            return await self._replayed(inp, found.status, found.result)
+        tool = self.tools.get(found.name)
+        res = await self._dispatch(inp, tool, found.name, found.status, found.user_id, found.input)
+        unseen = unloaded_note(tool, found.seen_domains) if tool else None
+        outcome = await self._store_result(inp, res, tool, found.user_id, unseen)
+        TOOL_CALLS.labels(found.name, res.status).inc()
+        return outcome
+
+    async def _dispatch(
+        self,
+        inp: ToolInput,
+        tool: Tool | None,
+        name: str,
+        status: str,
+        user_id: str,
+        args: dict[str, Any],
+    ) -> ToolResult:
         if tool is None:
-            res = error(f"unknown tool {name}")
-        elif crashed_mid_call and not tool.idempotent:
+            return error(f"unknown tool {name}")
+        if status == "started" and not tool.idempotent:
             # Our own call started without a result: it may or may not have acted. Never
             # act twice; the model must check the state first.
-            res = ToolResult(
-                "outcome_unknown",
-                {
-                    "status": "outcome_unknown",
-                    "detail": f"{name} was interrupted; check the current state before "
-                    "repeating it",
-                },
-            )
-        else:
-            _, turn, step, index = inp.call_id.rsplit(":", 3)
-            ctx = ToolCallContext(
-                inp.task_id, user_id, inp.call_id, int(turn), int(step), int(index)
-            )
-            async with heartbeating():
-                res = await tool.run(ctx, args)
-        try:
-            outcome = await self._store_result(inp, res, tool, user_id, unseen)
-        except _FirstWasStored:
-            # A concurrent attempt stored the call's final result first (this transaction
-            # was rolled back): the same answer as the journal's.
-            async with self.db.session() as s:
-                row = await LOCK_CALL.first(s, call_id=inp.call_id)
-                assert row is not None and row[1] is not None
-                first = _outcome(row[0], row[1])
-                await self._after_call(s, inp, first)
-                return first
-        TOOL_CALLS.labels(name, res.status).inc()
-        return outcome
+            detail = f"{name} was interrupted; check the current state before repeating it"
+            return ToolResult("outcome_unknown", {"status": "outcome_unknown", "detail": detail})
+        _, turn, step, index = inp.call_id.rsplit(":", 3)
+        ctx = ToolCallContext(inp.task_id, user_id, inp.call_id, int(turn), int(step), int(index))
+        async with heartbeating():
+            return await tool.run(ctx, dict(args))
 
     async def _store_result(
         self, inp: ToolInput, res: ToolResult, tool: Tool | None, user_id: str, unseen: str | None
     ) -> ToolOutcome:
-        async with self.db.session() as s:
-            record = dict(res.result)
-            for key in ("order_id", "card_id"):
-                if getattr(res, key):
-                    record.setdefault(key, getattr(res, key))
-            if res.artifacts:
-                record.setdefault("artifacts", res.artifacts)
-            if unseen:
-                record.setdefault("visibility", unseen)
-            record["_progress"] = res.made_progress
-            if not (tool and tool.inline_output):
-                record = await keep_outside(
-                    s,
-                    user_id,
-                    inp.task_id,
-                    inp.call_id,
-                    record,
-                    self.deps.settings.tool_output_inline_chars,
-                )
-            outcome = _outcome(res.status, record)
-            # The result and, if this call ends the turn, the turn's state in one round trip.
-            stored = CALL_RESULT.bind(
-                p_id=inp.call_id, p_status=res.status, p_result=record, p_at=now()
-            )
-            async with prefetched(
-                s, stored, *(state_reads(inp.task_id) if inp.turn_state_for else [])
-            ):
-                if not await stored.rows(s):  # answered from the batch
-                    raise _FirstWasStored()
-                await self._after_call(s, inp, outcome, commit=True)
+        record = _call_record(res, unseen)
+        limit = self.deps.settings.tool_output_inline_chars
+        inline = tool is not None and tool.inline_output
+        kept = Kept(record) if inline else keep_outside(inp.call_id, record, limit)
+        result = CallResult(
+            inp.task_id,
+            user_id,
+            inp.call_id,
+            res.status,
+            kept.record,
+            clock.now(),
+            kept.text,
+            kept.handle,
+            inp.turn_state_for,
+        )
+        stored, facts = await self.store.finish_call(result)
+        if not stored:
+            # A concurrent attempt stored the call's final result first: its answer is
+            # the journal's.
+            first = await self.store.open_call(inp.call_id, False, clock.now())
+            assert first is not None and first.result is not None
+            return await self._replayed(inp, first.status, first.result)
+        outcome = _outcome(res.status, kept.record)
+        outcome.turn_state = _turn_state(facts) if facts else None
         return outcome
 
+    async def _replayed(self, inp: ToolInput, status: str, result: dict[str, Any]) -> ToolOutcome:
+        """The same answer as the journal's, no second effect."""
+        done = _outcome(status, result)
+        if inp.turn_state_for:
+            facts = await self.store.turn_facts(inp.task_id, inp.turn_state_for)
+            done.turn_state = _turn_state(facts)
+        return done
+
+    # --- status and the turn's state ----------------------------------------------------------
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
-        async with self.db.session() as s:
-            await write_status(s, inp)
+        change = StatusChange(**asdict(inp))
+        try:
+            await self.store.write_status(change, clock.now())
+        except LookupError as e:
+            raise ApplicationError(str(e), non_retryable=True) from e
 
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:
-        async with self.db.session() as s:
-            return await read_turn_state(s, inp.task_id, inp.turn)
+        return _turn_state(await self.store.turn_facts(inp.task_id, inp.turn))
 
     @activity.defn(name="create_checkpoint_card")
     async def create_checkpoint_card(self, inp: CheckpointInput) -> CardRef:
@@ -459,8 +273,64 @@ class RuntimeActivities:
         ]
 
 
-class _FirstWasStored(Exception):
-    """Another attempt of the call stored its final result first: roll this one back."""
+async def _recalled(search: asyncio.Future[MemoryContext]) -> Recalled:
+    got = await search
+    degraded = [f"memory: {got.degraded}"] if got.degraded else []
+    return Recalled(got.items, degraded, got.version_ids)
+
+
+def _running(inp: StepInput) -> StatusChange | None:
+    """The turn's status (`running`), guarded by the task's stored turn: a retried step
+    that stored its decision does not write it again."""
+    if inp.status is None:
+        return None
+    return StatusChange(**{**asdict(inp.status), "only_before_turn": inp.turn})
+
+
+def _record(
+    inp: StepInput, built: BuiltContext, resp: ModelResponse, recalled: Recalled
+) -> StepRecord:
+    return StepRecord(
+        task_id=inp.task_id,
+        user_id=inp.user_id,
+        turn=inp.turn,
+        step=inp.step,
+        at=clock.now(),
+        context={
+            "layers": built.layers,
+            "tools": built.visible_tools,
+            "reported_orders": built.reported_orders,
+            "prefix": built.prefix,
+        },
+        response=resp.to_dict(),
+        reported_orders=built.reported_orders,
+        message_ids=inp.message_ids,
+        calls=[
+            PlannedCallRow(f"{inp.task_id}:{inp.turn}:{inp.step}:{i}", u.id, u.name, u.input)
+            for i, u in enumerate(resp.tool_uses)
+        ],
+        reply=resp.text,
+        memory_versions=recalled.version_ids,
+    )
+
+
+def _call_record(res: ToolResult, unseen: str | None) -> dict[str, Any]:
+    """What the journal keeps of a result: the tool's record with its order, card and
+    artifacts, why an unloaded tool ran, and whether it made progress."""
+    record = dict(res.result)
+    for key in ("order_id", "card_id"):
+        if getattr(res, key):
+            record.setdefault(key, getattr(res, key))
+    if res.artifacts:
+        record.setdefault("artifacts", res.artifacts)
+    if unseen:
+        record.setdefault("visibility", unseen)
+    record["_progress"] = res.made_progress
+    return record
+
+
+def _turn_state(facts: TurnFacts) -> TurnState:
+    return TurnState(**asdict(facts))
 
 
 def _outcome(status: str, record: dict[str, Any]) -> ToolOutcome:

@@ -17,16 +17,11 @@ from typing import Any
 from temporalio import activity
 
 from context.segments import SUMMARIZE_RULES, ContextPolicy, seen_in, step_line
-from journal.rows import (
-    load_messages,
-    load_steps,
-    load_window,
-)
+from journal.store import StepStore
 from llm.types import Message, ModelProvider, ModelRequest, SystemBlock, TextBlock
 from lomo.db.context import ContextSegment
 from lomo.db.models import Task
 from lomo.heartbeat import heartbeating
-from memory.context import exclusions
 from tools.base import ToolDeps
 from workflows.types import SegmentInput
 
@@ -38,6 +33,7 @@ class SegmentActivities:
         self.deps = deps
         self.provider = provider
         self.policy = ContextPolicy.of(deps.settings)
+        self.store = StepStore(deps.db, self.policy)
 
     @activity.defn(name="summarize_segment")
     async def summarize_segment(self, inp: SegmentInput) -> None:
@@ -51,17 +47,11 @@ class SegmentActivities:
             if task is None:
                 return
             user_id = task.user_id
-            excl = await exclusions(s, user_id)
-            # Plain rows without the steps' stored contexts (each holds the whole text it
-            # was sent); bodies only for the segment's own steps.
-            steps = (await load_steps(s, inp.task_id))[first : last + 1]
-            msgs = await load_messages(s, inp.task_id, excl.message_ids)
-            calls = {c.tool_use_id: c for c in await load_window(s, inp.task_id, steps)}
-            kept = [st for st in steps if (inp.task_id, st.turn, st.step) not in excl.step_keys]
-            lines = [step_line(st, msgs, calls) for st in kept]
-            seen = sorted({m.id for st in kept for m in seen_in(msgs, st.turn, st.step)})
-        if len(steps) < size:
+        seg = await self.store.load_segment(inp.task_id, user_id, first, last)
+        if len(seg.steps) < size:
             return  # not closed yet (never asked for by the workflow)
+        lines = [step_line(st, seg.messages, seg.calls) for st in seg.kept]
+        seen = sorted({m.id for st in seg.kept for m in seen_in(seg.messages, st.turn, st.step)})
         request = ModelRequest(
             system=[SystemBlock(text=SUMMARIZE_RULES)],
             messages=[Message(role="user", content=[TextBlock(text="\n".join(lines) or "-")])],

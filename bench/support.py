@@ -16,7 +16,6 @@ import httpx
 import psycopg
 from temporalio.client import Client
 
-from lomo.payloads import DATA_CONVERTER
 from lomo.temporal import start_dev_server
 
 # Ports from the last slice of tests/helpers.free_port, which test runs (gw0..gw2) do not
@@ -55,7 +54,7 @@ def dev_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
 async def connect(address: str, **kw: object) -> Client:
     for _ in range(150):
         try:
-            return await Client.connect(address, data_converter=DATA_CONVERTER, **kw)  # type: ignore[arg-type]
+            return await Client.connect(address, **kw)
         except RuntimeError:
             await asyncio.sleep(0.2)
     raise RuntimeError("temporal did not start")

@@ -24,32 +24,22 @@ is visible.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from context.prefix import compare_prefix, profile_layout
-from context.prefix import sha as _sha
+from context.prefix import ProfileLayout, compare_prefix, profile_layout, sha
 from context.segments import ContextPolicy, step_line
-from context.tail import dynamic_tail, tail_reads, task_header, visible_result
-from journal.rows import (
-    CallRow,
-    MessageWindow,
-    MsgRow,
-    StepRow,
-    TaskLike,
-    body,
-    calls_by_step,
-    journal_reads,
-    load_messages,
-    load_steps,
-    load_window,
-    messages_read,
-    window_reads,
+from context.tail import dynamic_tail, task_header, visible_result
+from context.tools import (
+    DOMAINS,
+    ToolLike,
+    domain_tool_names,
+    loaded_domains,
+    request_tools,
+    tools_text,
 )
+from context.types import CallRow, MsgRow, Recalled, StepData, StepRow, body, call_order
 from llm.types import (
     Block,
     Message,
@@ -61,17 +51,6 @@ from llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
-from lomo.db.context import ContextSegment
-from lomo.db.hot import Bound, HotQuery, prefetched
-from lomo.db.models import ModelStep
-from tools.base import Tool
-from tools.context import (
-    DOMAINS,
-    domain_tool_names,
-    loaded_domains,
-    request_tools,
-    tools_text,
-)
 
 SYSTEM_RULES = (
     "You are Lomo, a creative agent working with one person over days. Answer in the "
@@ -80,44 +59,11 @@ SYSTEM_RULES = (
     "the checklist current; a step is done only with evidence. Lines starting with "
     "[runtime] come from the platform, not from the person."
 )
-
-
-# The last step's prefix record, by its id (ordering the task's steps by id and taking the
-# first made Postgres parse every step's stored context before sorting); the id found by
-# the query itself, so it is read together with the steps.
-_PREFIX = HotQuery(
-    select(ModelStep.context["prefix"]).where(
-        ModelStep.id
-        == select(func.max(ModelStep.id))
-        .where(ModelStep.task_id == bindparam("task_id"))
-        .scalar_subquery()
-    )
-)
-_SUMMARIES = HotQuery(
-    select(
-        ContextSegment.segment,
-        ContextSegment.first_step,
-        ContextSegment.last_step,
-        ContextSegment.text,
-    ).where(ContextSegment.task_id == bindparam("task_id"), ContextSegment.status == "active")
-)
+Tools = Mapping[str, ToolLike]
 
 
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
-
-
-@dataclass
-class ContextExtras:
-    """What other services add (memory, workspace notices); empty when they add nothing."""
-
-    profile: str = ""
-    profile_version: int = 0
-    memories: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-    degraded: list[str] = field(default_factory=list)
-    excluded_messages: set[str] = field(default_factory=set)
-    excluded_steps: set[tuple[int, int]] = field(default_factory=set)
 
 
 @dataclass
@@ -130,268 +76,134 @@ class BuiltContext:
     steps_before: int = 0  # the task's stored steps when this context was built
 
 
-def context_reads(task_id: str, user_id: str) -> list[Bound]:
-    """The reads `build_context` starts with (none depends on another), for the model step
-    to prefetch together with its own (lomo/db/hot.py `prefetched`)."""
-    return [
-        *journal_reads(task_id),
-        _PREFIX.bind(task_id=task_id),
-        _SUMMARIES.bind(task_id=task_id),
-        *tail_reads(task_id, user_id),
-    ]
+class _Conversation:
+    """The messages being built: consecutive blocks of one role share a message."""
 
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.cache_points: list[list[int]] = []
 
-async def build_context(
-    session: AsyncSession,
-    task: TaskLike,
-    turn: int,
-    step: int,
-    message_ids: list[str],
-    tools: dict[str, Tool],
-    extras: ContextExtras | None = None,
-    policy: ContextPolicy | None = None,
-    late: Callable[[ContextExtras], Awaitable[None]] | None = None,
-) -> BuiltContext:
-    """The model's request for this step. `late` completes `extras` once the context's own
-    reads are back: a slower source (memory's search) runs while they travel."""
-    extras = extras or ContextExtras()
-    policy = policy or ContextPolicy()
-    # Plain rows, no ORM objects (context_rows.py); bodies only for the steps shown in full.
-    all_steps = await load_steps(session, task.id)
-    got = await _PREFIX.first(session, task_id=task.id)
-    prev = got[0] if got else None
-    # A summary written under another segment size covers other steps: not used (its
-    # segment shows one line per step instead).
-    seg_size = policy.segment_steps
-    summaries = {
-        segment: text
-        for segment, first, last, text in await _SUMMARIES.rows(session, task_id=task.id)
-        if (first, last) == (segment * seg_size, (segment + 1) * seg_size - 1)
-    }
-    conversation: list[Message] = []
-
-    def add(role: str, blocks: list[Block]) -> None:
-        if conversation and conversation[-1].role == role:
-            conversation[-1].content.extend(blocks)
+    def add(self, role: str, blocks: list[Block]) -> None:
+        if self.messages and self.messages[-1].role == role:
+            self.messages[-1].content.extend(blocks)
         else:
-            conversation.append(Message(role=role, content=list(blocks)))  # type: ignore[arg-type]
+            self.messages.append(Message(role=role, content=list(blocks)))  # type: ignore[arg-type]
 
-    def point() -> list[int]:
-        return [len(conversation) - 1, len(conversation[-1].content) - 1]
+    def point(self) -> list[int]:
+        return [len(self.messages) - 1, len(self.messages[-1].content) - 1]
 
-    def kept(steps: list[StepRow]) -> list[StepRow]:
-        return [s for s in steps if (s.turn, s.step) not in extras.excluded_steps]
-
-    size = policy.segment_steps
-    closed = policy.closed(len(all_steps))
-    boundary = closed * size
-    n_now = len(all_steps)
-    need = set(range(max(0, boundary - size), n_now))
-    for k in range(closed):
-        seg = all_steps[k * size : (k + 1) * size]
-        if summaries.get(k) is None or kept(seg) != seg:
-            need.update(range(k * size, min((k + 1) * size, n_now)))
-    # Only the messages shown: the opening request, those of the steps shown in full or as
-    # lines, and this step's (a long task's other messages are in its summaries).
-    window = MessageWindow(
-        from_turn=min((all_steps[i].turn for i in need), default=None),
-        opening=(all_steps[0].turn, all_steps[0].step) if all_steps else None,
-        ids=message_ids,
-    )
-    in_full = [all_steps[i] for i in sorted(need)]
-    # The messages, the bodies and the calls of the steps shown in one round trip (every use
-    # of a call below is of a step in `need`: the history, the lines of a segment without
-    # its summary, the domains carried over the boundary).
-    async with prefetched(session, messages_read(task.id, window), *window_reads(task.id, in_full)):
-        msgs = await load_messages(session, task.id, extras.excluded_messages, window)
-        call_rows = await load_window(session, task.id, in_full)
-    calls = {c.tool_use_id: c for c in call_rows}
-    by_step = calls_by_step(call_rows)
-    if late is not None:
-        await late(extras)
-    # Each step's messages, found once (looking them up per step was quadratic).
-    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
-    for m in sorted(msgs.values(), key=lambda m: m.created_at):
-        msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
-    profile = profile_layout(prev, extras, n_now)
-
-    def step_calls(steps: list[StepRow]) -> list[CallRow]:
-        return [c for st in steps for c in by_step.get((st.turn, st.step), [])]
-
-    # Domains carried over the compression boundary: those used in the segment that closed
-    # or in the steps still verbatim when it closed (fixed until the next close); a domain
-    # not used there is unloaded, its tool definitions leave the context with its load.
-    carried = (
-        _in_domain_order(
-            loaded_domains(
-                step_calls(kept(all_steps[boundary - size : boundary + policy.recent_steps])),
-                tools,
-            )
+    def load(self, ids: list[str], domains: list[str], tools: Tools) -> None:
+        """The runtime's own `load_tools` calls: a tool use each, answered with references
+        to the domain's tools (the API expands them in place)."""
+        uses = [
+            ToolUseBlock(id=i, name="load_tools", input={"domain": d})
+            for i, d in zip(ids, domains, strict=True)
+        ]
+        self.add("assistant", list(uses))
+        refs = [domain_tool_names(tools, d) for d in domains]
+        self.add(
+            "user",
+            [
+                ToolResultBlock(tool_use_id=u.id, content="", tool_refs=r)
+                for u, r in zip(uses, refs, strict=True)
+            ],
         )
-        if closed
-        else []
+
+
+@dataclass
+class _History:
+    """The task's journal arranged for the builder."""
+
+    data: StepData
+    policy: ContextPolicy
+    profile: ProfileLayout
+    calls: dict[str, CallRow]
+    by_step: dict[tuple[int, int], list[CallRow]]
+    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]]
+
+    @property
+    def closed(self) -> int:
+        return self.policy.closed(len(self.data.steps))
+
+    @property
+    def boundary(self) -> int:
+        return self.closed * self.policy.segment_steps
+
+    def kept(self, steps: list[StepRow]) -> list[StepRow]:
+        return [s for s in steps if (s.turn, s.step) not in self.data.excluded_steps]
+
+    def segment(self, k: int) -> list[StepRow]:
+        size = self.policy.segment_steps
+        return self.data.steps[k * size : (k + 1) * size]
+
+
+def _arrange(data: StepData, policy: ContextPolicy) -> _History:
+    by_step: dict[tuple[int, int], list[CallRow]] = {}
+    for c in data.calls:
+        by_step.setdefault(call_order(c.call_id)[:2], []).append(c)
+    # Each step's messages, found once (looking them up per step is quadratic).
+    msgs_at: dict[tuple[int | None, int | None], list[MsgRow]] = {}
+    for m in sorted(data.messages.values(), key=lambda m: m.created_at):
+        msgs_at.setdefault((m.processed_turn, m.processed_step), []).append(m)
+    return _History(
+        data,
+        policy,
+        profile_layout(data.prev_prefix, data.profile, len(data.steps)),
+        {c.tool_use_id: c for c in data.calls},
+        by_step,
+        msgs_at,
     )
-    summary_texts: list[str] = []
-    cache_points: list[list[int]] = []
-    summaries_sha = _sha([])
-    if closed:
-        # The request that started the task stays verbatim (article §6.4: the task always
-        # in view); each closed segment follows as one summary, appended in order, with the
-        # profile additions of its steps after it: a close only appends to this message.
-        first = all_steps[0]
-        opening = [TextBlock(text=m.text) for m in msgs_at.get((first.turn, first.step), [])]
-        blocks: list[Block] = list(opening)
-        for k in range(closed):
-            seg_steps = all_steps[k * size : (k + 1) * size]
-            summary = summaries.get(k)
-            if summary is not None and kept(seg_steps) == seg_steps:
-                text = summary
-            else:  # not written yet, or forgetting touched it: one line per kept step
-                text = "\n".join(step_line(s, msgs, calls) for s in kept(seg_steps)) or "-"
-            summary_texts.append(
-                f"[runtime] summary of steps {k * size + 1}–{(k + 1) * size}: {text}"
-            )
-            blocks.append(TextBlock(text=summary_texts[-1]))
-            blocks.extend(
-                TextBlock(text=t) for at, t in profile.notes if k * size <= at < (k + 1) * size
-            )
-        add("user", blocks)
-        cache_points.append(point())
-        summaries_sha = _sha([_fields(b) for b in conversation[0].content])
-        if carried:  # the runtime keeps them loaded: one load per carried domain
-            add(
-                "assistant",
-                [
-                    ToolUseBlock(
-                        id=f"toolu_keep_{closed}_{d}", name="load_tools", input={"domain": d}
-                    )
-                    for d in carried
-                ],
-            )
-            add(
-                "user",
-                [
-                    ToolResultBlock(
-                        tool_use_id=f"toolu_keep_{closed}_{d}",
-                        content="",
-                        tool_refs=domain_tool_names(tools, d),
-                    )
-                    for d in carried
-                ],
-            )
-    visible = list(carried)
-    for i, s in enumerate(all_steps[boundary:], start=boundary):
-        for at, t in profile.notes:
-            if at == i:
-                add("user", [TextBlock(text=t)])
-        if (s.turn, s.step) in extras.excluded_steps:
-            continue
-        for m in msgs_at.get((s.turn, s.step), []):
-            add("user", [TextBlock(text=m.text)])
-        resp = ModelResponse.from_dict(body(s))
-        add("assistant", list(resp.content))
-        results: list[Block] = []
-        implicit: list[str] = []
-        for tu in resp.tool_uses:
-            call = calls.get(tu.id)
-            shown = visible_result(call.result) if call and call.result else {"status": "missing"}
-            loads = loaded_domains([call], tools) if call else []
-            new = [d for d in loads if d not in visible]
-            visible.extend(new)
-            if tu.name == "load_tools" and new:
-                refs = [n for d in new for n in domain_tool_names(tools, d)]
-                results.append(ToolResultBlock(tool_use_id=tu.id, content="", tool_refs=refs))
-                continue
-            implicit.extend(new)  # a domain tool called unloaded: loaded from now on
-            results.append(ToolResultBlock(tool_use_id=tu.id, content=json.dumps(shown)))
-        if results:
-            add("user", results)
-        if implicit:
-            uses = [
-                ToolUseBlock(
-                    id=f"toolu_load_{s.turn}_{s.step}_{d}", name="load_tools", input={"domain": d}
-                )
-                for d in implicit
-            ]
-            add("assistant", list(uses))
-            add(
-                "user",
-                [
-                    ToolResultBlock(
-                        tool_use_id=u.id, content="", tool_refs=domain_tool_names(tools, d)
-                    )
-                    for u, d in zip(uses, implicit, strict=True)
-                ],
-            )
-    for at, t in profile.notes:
-        if at == n_now:
-            add("user", [TextBlock(text=t)])
-    for mid in message_ids:
-        if mid in msgs:
-            add("user", [TextBlock(text=msgs[mid].text)])
-    history = [b for m in conversation for b in m.content]
+
+
+def build_context(
+    data: StepData, tools: Tools, policy: ContextPolicy, recalled: Recalled | None = None
+) -> BuiltContext:
+    """The model's request for this step, with the layers' texts and fingerprints."""
+    h = _arrange(data, policy)
+    conv = _Conversation()
+    carried = _carried_domains(h, tools)
+    summary_texts, summaries_sha = _summaries(conv, h)
+    if carried:  # the runtime keeps them loaded: one load per carried domain
+        conv.load([f"toolu_keep_{h.closed}_{d}" for d in carried], carried, tools)
+    visible = _recent_steps(conv, h, tools, list(carried))
+    history = [b for m in conv.messages for b in m.content]
     # The steps after the summaries (the opening and summaries are their own layer).
-    recent_text = "\n".join(_render(m) for m in conversation[1 if closed else 0 :])
-    if conversation and point() not in cache_points:
-        cache_points.append(point())  # the end of what the next step repeats byte for byte
-
-    since = all_steps[-1].created_at if all_steps else None
-    # A finished job is shown until a stored step has seen it (not "since the last step":
-    # a fast job can finish before the step that submitted it is even stored).
-    reported = {o for st in all_steps for o in st.reported_orders or []}
-    # The turn line is news only at a turn's first step (or when nothing else would close
-    # the request with a user message); an empty tail sends nothing after the history.
-    status = not all_steps or all_steps[-1].turn != task.turn
-    status = status or not conversation or conversation[-1].role != "user"
-    tail, reported_now = await dynamic_tail(session, task, since, reported, extras, status)
-    if tail:
-        add("user", [TextBlock(text=tail)])
-
+    recent_text = "\n".join(_render(m) for m in conv.messages[1 if h.closed else 0 :])
+    if conv.messages and conv.point() not in conv.cache_points:
+        conv.cache_points.append(conv.point())  # the end of what the next step repeats
+    tail, reported_now = _tail(conv, data, recalled or Recalled())
     specs = request_tools(tools)
     rules = SYSTEM_RULES + "\n" + tools_text(tools)
-    # Breakpoints (at most four): after the core tools and the rules (one prefix long
-    # enough to be cached on its own), after the profile snapshot, after the summaries,
-    # after the history.
-    system = [SystemBlock(text=rules, cache=True)]
-    if profile.base_text:
-        system.append(SystemBlock(text=profile.base_text, cache=True))
-    # The task's own fixed lines (id, kind, language, goal, briefing) follow the profile:
-    # cached with everything after them instead of sent again after the last breakpoint at
-    # every step; the dynamic tail keeps only what changes between steps.
-    header = task_header(task)
-    system.append(SystemBlock(text=header))
+    header = task_header(data.task)
     request = ModelRequest(
-        system=system, messages=conversation, tools=specs, cache_points=cache_points
+        system=_system(rules, h.profile.base_text, header),
+        messages=conv.messages,
+        tools=specs,
+        cache_points=conv.cache_points,
     )
     core = [_spec_dict(t) for t in specs if not t.deferred]
     deferred = [_spec_dict(t) for t in specs if t.deferred]
     loaded = [_spec_dict(t) for d in visible for t in specs if tools[t.name].domain == d]
     history_dicts = [_fields(b) for b in history]
     prefix = {
-        "core_sha": _sha([core, deferred]),
-        "stable_sha": _sha([core, deferred, rules, profile.base_text, header]),
-        "task_sha": _sha([header]),
+        "core_sha": sha([core, deferred]),
+        "stable_sha": sha([core, deferred, rules, h.profile.base_text, header]),
+        "task_sha": sha([header]),
         "summaries_sha": summaries_sha,
         "history_blocks": len(history_dicts),
-        "history_sha": _sha(history_dicts),
+        "history_sha": sha(history_dicts),
         "domains": visible,
         "carried": carried,
-        "profile_version": extras.profile_version,
-        "profile_state": profile.state,
+        "profile_version": data.profile.version,
+        "profile_state": h.profile.state,
         "core_tool_tokens": estimate_tokens(json.dumps(core)),
         "loaded_tool_tokens": estimate_tokens(json.dumps(loaded)) if loaded else 0,
     }
-    cached = compare_prefix(prefix, prev, history_dicts, profile.appended)
+    cached = compare_prefix(prefix, data.prev_prefix, history_dicts, h.profile.appended)
+    stable = json.dumps(core) + "\n" + rules
+    stable += ("\n" + h.profile.base_text if h.profile.base_text else "") + "\n" + header
     texts = [
-        (
-            "stable_prefix",
-            json.dumps(core)
-            + "\n"
-            + rules
-            + ("\n" + profile.base_text if profile.base_text else "")
-            + "\n"
-            + header,
-        ),
+        ("stable_prefix", stable),
         ("loaded_tools", json.dumps(loaded) if loaded else ""),
         ("segment_summaries", "\n".join(summary_texts)),
         ("recent_messages", recent_text),
@@ -403,23 +215,134 @@ async def build_context(
     ]
     names = [t.name for t in specs if not t.deferred]
     names += [t.name for d in visible for t in specs if tools[t.name].domain == d]
-    return BuiltContext(request, layers, reported_now, prefix, names, n_now)
+    return BuiltContext(request, layers, reported_now, prefix, names, len(data.steps))
+
+
+def _carried_domains(h: _History, tools: Tools) -> list[str]:
+    """Domains carried over the compression boundary: those used in the segment that closed
+    or in the steps still verbatim when it closed (fixed until the next close); a domain
+    not used there is unloaded, its tool definitions leave the context with its load."""
+    if not h.closed:
+        return []
+    size = h.policy.segment_steps
+    window = h.kept(h.data.steps[h.boundary - size : h.boundary + h.policy.recent_steps])
+    used = [c for st in window for c in h.by_step.get((st.turn, st.step), [])]
+    rank = {d: i for i, d in enumerate(DOMAINS)}
+    return sorted(loaded_domains(used, tools), key=lambda d: (rank.get(d, len(rank)), d))
+
+
+def _summaries(conv: _Conversation, h: _History) -> tuple[list[str], str]:
+    """The request that started the task, verbatim (the task always in view), then one
+    summary per closed segment, appended in order, with the profile additions of its steps
+    after it: a close only appends to this message."""
+    if not h.closed:
+        return [], sha([])
+    size = h.policy.segment_steps
+    first = h.data.steps[0]
+    blocks: list[Block] = [
+        TextBlock(text=m.text) for m in h.msgs_at.get((first.turn, first.step), [])
+    ]
+    texts: list[str] = []
+    for k in range(h.closed):
+        seg = h.segment(k)
+        summary = h.data.summaries.get(k)
+        if summary is None or h.kept(seg) != seg:
+            # Not written yet, or forgetting touched it: one line per kept step.
+            summary = "\n".join(step_line(s, h.data.messages, h.calls) for s in h.kept(seg))
+        texts.append(
+            f"[runtime] summary of steps {k * size + 1}–{(k + 1) * size}: {summary or '-'}"
+        )
+        blocks.append(TextBlock(text=texts[-1]))
+        blocks.extend(
+            TextBlock(text=t) for at, t in h.profile.notes if k * size <= at < (k + 1) * size
+        )
+    conv.add("user", blocks)
+    conv.cache_points.append(conv.point())
+    return texts, sha([_fields(b) for b in conv.messages[0].content])
+
+
+def _recent_steps(conv: _Conversation, h: _History, tools: Tools, visible: list[str]) -> list[str]:
+    """The steps of the open segments verbatim, with domain loads and profile additions
+    where they happened, then this step's new messages. Returns the visible domains."""
+    for i, s in enumerate(h.data.steps[h.boundary :], start=h.boundary):
+        for at, t in h.profile.notes:
+            if at == i:
+                conv.add("user", [TextBlock(text=t)])
+        if (s.turn, s.step) in h.data.excluded_steps:
+            continue
+        for m in h.msgs_at.get((s.turn, s.step), []):
+            conv.add("user", [TextBlock(text=m.text)])
+        _step(conv, h, s, tools, visible)
+    for at, t in h.profile.notes:
+        if at == len(h.data.steps):
+            conv.add("user", [TextBlock(text=t)])
+    for mid in h.data.message_ids:
+        if mid in h.data.messages:
+            conv.add("user", [TextBlock(text=h.data.messages[mid].text)])
+    return visible
+
+
+def _step(conv: _Conversation, h: _History, s: StepRow, tools: Tools, visible: list[str]) -> None:
+    """One stored step: its response, its calls' results, and the loads of domains whose
+    tools it called unloaded (loaded from then on)."""
+    resp = ModelResponse.from_dict(body(s))
+    conv.add("assistant", list(resp.content))
+    results: list[Block] = []
+    implicit: list[str] = []
+    for tu in resp.tool_uses:
+        call = h.calls.get(tu.id)
+        shown = visible_result(call.result) if call and call.result else {"status": "missing"}
+        new = [d for d in (loaded_domains([call], tools) if call else []) if d not in visible]
+        visible.extend(new)
+        if tu.name == "load_tools" and new:
+            refs = [n for d in new for n in domain_tool_names(tools, d)]
+            results.append(ToolResultBlock(tool_use_id=tu.id, content="", tool_refs=refs))
+            continue
+        implicit.extend(new)
+        results.append(ToolResultBlock(tool_use_id=tu.id, content=json.dumps(shown)))
+    if results:
+        conv.add("user", results)
+    if implicit:
+        ids = [f"toolu_load_{s.turn}_{s.step}_{d}" for d in implicit]
+        conv.load(ids, implicit, tools)
+
+
+def _tail(conv: _Conversation, data: StepData, recalled: Recalled) -> tuple[str, list[str]]:
+    """The dynamic tail, added after the history when there is one."""
+    steps = data.steps
+    since = steps[-1].created_at if steps else None
+    # A finished job is shown until a stored step has seen it (not "since the last step":
+    # a fast job can finish before the step that submitted it is even stored).
+    reported = {o for st in steps for o in st.reported_orders or []}
+    # The turn line is news only at a turn's first step (or when nothing else would close
+    # the request with a user message).
+    status = not steps or steps[-1].turn != data.task.turn
+    status = status or not conv.messages or conv.messages[-1].role != "user"
+    tail, shown = dynamic_tail(data, since, reported, recalled, status)
+    if tail:
+        conv.add("user", [TextBlock(text=tail)])
+    return tail, shown
+
+
+def _system(rules: str, profile: str, header: str) -> list[SystemBlock]:
+    """Breakpoints (at most four in all): after the core tools and the rules (one prefix
+    long enough to be cached alone), after the profile snapshot; the task's fixed lines
+    follow, cached with everything after them."""
+    system = [SystemBlock(text=rules, cache=True)]
+    if profile:
+        system.append(SystemBlock(text=profile, cache=True))
+    system.append(SystemBlock(text=header))
+    return system
 
 
 def _fields(block: Block) -> dict[str, Any]:
-    """A block's fields for its fingerprint. Blocks are flat, so a shallow copy hashes to the
-    same JSON as `asdict`, which deep-copies every value (a few ms per step on a long
-    history, issue 14); nothing here changes the values."""
+    """A block's fields for its fingerprint (blocks are flat: a shallow copy hashes to the
+    same JSON as `asdict`, without its deep copy)."""
     return dict(vars(block))
 
 
 def _spec_dict(t: ToolSpec) -> dict[str, Any]:
     return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-
-
-def _in_domain_order(domains: list[str]) -> list[str]:
-    rank = {d: i for i, d in enumerate(DOMAINS)}
-    return sorted(domains, key=lambda d: (rank.get(d, len(rank)), d))
 
 
 def _render(m: Message) -> str:

@@ -1,17 +1,16 @@
 """The stable prefix between steps: what repeats the previous step's bytes (what a prompt
 cache can serve), why the bytes before the history changed, and the profile laid out as a
-snapshot plus appended additions. Split from `activities/context.py`, which builds the
-request; only hashes of earlier steps are kept here, never their words."""
+snapshot plus appended additions. Only hashes of earlier steps are kept here, never their
+words."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from context.build import ContextExtras
+from context.types import Profile
 
 
 def sha(parts: list[Any]) -> str:
@@ -77,7 +76,7 @@ def compare_prefix(
 
 
 @dataclass
-class Profile:
+class ProfileLayout:
     state: dict[str, Any]
     base_text: str  # the snapshot in the system prompt
     notes: list[tuple[int, str]]  # (step ordinal, text): additions appended in the history
@@ -88,13 +87,13 @@ def line_sha(line: str) -> str:
     return hashlib.sha256(line.encode()).hexdigest()[:12]
 
 
-def profile_layout(prev: dict[str, Any] | None, extras: ContextExtras, n: int) -> Profile:
+def profile_layout(prev: dict[str, Any] | None, profile: Profile, n: int) -> ProfileLayout:
     """The profile as a snapshot plus appended additions. A new version that only adds lines
     is appended to the history at the step it appeared (the snapshot and everything after
     it stay byte-identical); one that removes or changes a line (a correction, forgetting)
     replaces the snapshot at once, so nothing stale stays in the context. Only line hashes
     are kept between steps, never the profile's words."""
-    lines = extras.profile.split("\n") if extras.profile else []
+    lines = profile.text.split("\n") if profile.text else []
     header, items = (lines[0], lines[1:]) if lines else ("", [])
     by_sha = {line_sha(i): i for i in items}
     state = (prev or {}).get("profile_state")
@@ -103,18 +102,17 @@ def profile_layout(prev: dict[str, Any] | None, extras: ContextExtras, n: int) -
         known = set(state["base"]) | {h for note in state["notes"] for h in note["lines"]}
         if not known <= set(by_sha):
             state = None  # a line went away or changed: the snapshot is rewritten
-        elif state["version"] != extras.profile_version:
+        elif state["version"] != profile.version:
             new = [h for h in by_sha if h not in known]
             notes = state["notes"] + (
-                [{"at": n, "version": extras.profile_version, "lines": new}] if new else []
+                [{"at": n, "version": profile.version, "lines": new}] if new else []
             )
-            state = {**state, "version": extras.profile_version, "notes": notes}
+            state = {**state, "version": profile.version, "notes": notes}
             appended = (
-                f"profile v{state['base_version']} + additions → v{extras.profile_version} "
-                "(appended)"
+                f"profile v{state['base_version']} + additions → v{profile.version} (appended)"
             )
     if state is None:
-        v = extras.profile_version
+        v = profile.version
         state = {
             "version": v,
             "base_version": v,
@@ -132,4 +130,4 @@ def profile_layout(prev: dict[str, Any] | None, extras: ContextExtras, n: int) -
         )
         for note in state["notes"]
     ]
-    return Profile(state, base_text, notes, appended)
+    return ProfileLayout(state, base_text, notes, appended)

@@ -6,12 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from journal.rows import (
-    CallLike,
-    MsgLike,
-    StepLike,
-    body,
-)
+from context.types import CallRow, MsgRow, StepRow, body
 from llm.types import ModelResponse
 from lomo.settings import Settings
 
@@ -40,13 +35,39 @@ class ContextPolicy:
         before, after = self.closed(n_steps - 1), self.closed(n_steps)
         return after - 1 if after > before else -1
 
+    def valid(self, rows: list[tuple[int, int, int, str]]) -> dict[int, str]:
+        """The summaries (segment, first, last, text) written for this segment size: one
+        written under another size covers other steps (its segment shows lines instead)."""
+        size = self.segment_steps
+        return {
+            segment: text
+            for segment, first, last, text in rows
+            if (first, last) == (segment * size, (segment + 1) * size - 1)
+        }
 
-def seen_in(msgs: Mapping[str, MsgLike], turn: int, step: int) -> list[MsgLike]:
+    def in_full(
+        self, steps: list[StepRow], summaries: dict[int, str], excluded: set[tuple[int, int]]
+    ) -> list[StepRow]:
+        """The steps a context needs whole: the open segments, the segment that closed last
+        (its domains are carried over the boundary), and every closed segment whose summary
+        is missing or touched by forgetting (it shows one line per kept step)."""
+        size, n = self.segment_steps, len(steps)
+        closed = self.closed(n)
+        need = set(range(max(0, closed * size - size), n))
+        for k in range(closed):
+            seg = steps[k * size : (k + 1) * size]
+            touched = any((s.turn, s.step) in excluded for s in seg)
+            if summaries.get(k) is None or touched:
+                need.update(range(k * size, min((k + 1) * size, n)))
+        return [steps[i] for i in sorted(need)]
+
+
+def seen_in(msgs: Mapping[str, MsgRow], turn: int, step: int) -> list[MsgRow]:
     seen = [m for m in msgs.values() if (m.processed_turn, m.processed_step) == (turn, step)]
     return sorted(seen, key=lambda m: m.created_at)
 
 
-def step_line(s: StepLike, msgs: Mapping[str, MsgLike], calls: Mapping[str, CallLike]) -> str:
+def step_line(s: StepRow, msgs: Mapping[str, MsgRow], calls: Mapping[str, CallRow]) -> str:
     """One step in one line: what the person said, which calls, what the model replied."""
     resp = ModelResponse.from_dict(body(s))
     said = " ".join(m.text for m in seen_in(msgs, s.turn, s.step))

@@ -1,35 +1,17 @@
 """The end of a step's request: the task's fixed lines (cached, after the profile) and the
 dynamic tail after the last breakpoint (what changed since the last stored step: the turn
-at a turn's start, finished jobs, answered cards, the checklist). Split from
-`activities/context.py`."""
+at a turn's start, finished jobs, answered cards, the checklist, notices, memories)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from context.types import CardRow, ItemRow, Recalled, StepData, TaskHead
 from flows.graph import run_of_call
-from flows.models import FlowRun
-from flows.runs import progress_lines
-from journal.rows import (
-    TaskLike,
-    load_card_rows,
-    load_item_rows,
-    load_order_rows,
-    order_read,
-    state_reads,
-)
-from lomo.db.hot import Bound, HotQuery
-from lomo.db.models import WorkObject
-
-if TYPE_CHECKING:
-    from context.build import ContextExtras
 
 
-def task_header(task: TaskLike) -> str:
+def task_header(task: TaskHead) -> str:
     """The task's lines that change only when forgetting scrubs them (in the system prompt,
     after the profile)."""
     lines = [
@@ -41,34 +23,42 @@ def task_header(task: TaskLike) -> str:
     return "\n".join(lines)
 
 
-def tail_reads(task_id: str, user_id: str) -> list[Bound]:
-    """The reads of `dynamic_tail`, to prefetch with a step's other reads."""
-    return [
-        *state_reads(task_id),
-        order_read(task_id),
-        _RECENT_ASSETS.bind(user_id=user_id),
-        _HAS_RUNS.bind(task_id=task_id),
-    ]
-
-
-async def dynamic_tail(
-    session: AsyncSession,
-    task: TaskLike,
+def dynamic_tail(
+    data: StepData,
     since: datetime | None,
     reported: set[str],
-    extras: ContextExtras,
+    recalled: Recalled,
     status: bool = True,
 ) -> tuple[str, list[str]]:
-    # The task's fixed lines are in task_header; the turn only when `status`.
-    lines = [f"[runtime] turn {task.turn}"] if status else []
-    items = await load_item_rows(session, task.id)
-    if items:
-        lines.append("[runtime] checklist:")
-        for i in items:
-            flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
-            arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
-            lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
-    cards = await load_card_rows(session, task.id)
+    """What changed since the last stored step, and the finished jobs shown now. The turn
+    line only when `status` (the task's fixed lines are in `task_header`)."""
+    lines = [f"[runtime] turn {data.task.turn}"] if status else []
+    lines += _checklist_lines(data.items)
+    lines += _card_lines(data.cards, since)
+    order_lines, shown = _order_lines(data, reported)
+    lines += order_lines
+    for a in data.assets:
+        lines.append(f"[runtime] recent asset {a.id}: {a.name} ({a.created_at:%Y-%m-%d})")
+    lines.extend(f"[runtime] {line}" for line in data.flow_lines)
+    lines.extend(f"[runtime] change notice: {n}" for n in data.notices)
+    lines.extend(f"[runtime] memory: {m}" for m in recalled.items)
+    lines.extend(f"[runtime] degraded: {d}" for d in recalled.degraded)
+    return "\n".join(lines), shown
+
+
+def _checklist_lines(items: list[ItemRow]) -> list[str]:
+    if not items:
+        return []
+    lines = ["[runtime] checklist:"]
+    for i in items:
+        flag = " (needs the person's confirmation)" if i.requires_confirmation else ""
+        arts = f" artifacts {', '.join(i.artifacts)}" if i.artifacts else ""
+        lines.append(f"  - [{i.status}] {i.id}: {i.title}{flag}{arts}")
+    return lines
+
+
+def _card_lines(cards: list[CardRow], since: datetime | None) -> list[str]:
+    lines = []
     for c in cards:
         if c.status == "open":
             lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
@@ -80,15 +70,19 @@ async def dynamic_tail(
                 f"[runtime] the person answered card {c.id} ({c.title}): "
                 f"{a.get('action')}{choice}{text}"
             )
-    orders = await load_order_rows(session, task.id)
+    return lines
+
+
+def _order_lines(data: StepData, reported: set[str]) -> tuple[list[str], list[str]]:
+    """With a checklist, a finished result stays in view until a step carries it; without
+    one, until a stored step has seen it."""
+    lines: list[str] = []
     shown: list[str] = []
-    # With a checklist, a finished result stays in view until a step carries it; without
-    # one, until a stored step has seen it.
-    attached = {a for i in items for a in i.artifacts}
-    for o in orders:
+    attached = {a for i in data.items for a in i.artifacts}
+    for o in data.orders:
         if run_of_call(o.idempotency_key):
             continue  # a flow node's order: its run's progress line speaks for it
-        unseen = o.id not in reported or (bool(items) and o.object_id not in attached)
+        unseen = o.id not in reported or (bool(data.items) and o.object_id not in attached)
         if o.status == "succeeded" and o.object_id and unseen:
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
             shown.append(o.id)
@@ -99,25 +93,7 @@ async def dynamic_tail(
             # Succeeded but its asset not stored yet: still a job the task waits on (the
             # workflow collects it), never invisible, or the model would order it again.
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")
-    for oid, name, created_at in await _RECENT_ASSETS.rows(session, user_id=task.user_id):
-        lines.append(f"[runtime] recent asset {oid}: {name} ({created_at:%Y-%m-%d})")
-    if await _HAS_RUNS.first(session, task_id=task.id):  # most tasks never run a flow
-        lines.extend(f"[runtime] {line}" for line in await progress_lines(session, task.id))
-    lines.extend(f"[runtime] change notice: {n}" for n in extras.notices)
-    lines.extend(f"[runtime] memory: {m}" for m in extras.memories)
-    lines.extend(f"[runtime] degraded: {d}" for d in extras.degraded)
-    return "\n".join(lines), shown
-
-
-_RECENT_ASSETS = HotQuery(
-    select(WorkObject.id, WorkObject.name, WorkObject.created_at)
-    .where(WorkObject.user_id == bindparam("user_id"), WorkObject.type == "asset")
-    .where(WorkObject.deleted.is_(False))
-    .order_by(WorkObject.created_at.desc())
-    .limit(5)
-)
-
-_HAS_RUNS = HotQuery(select(FlowRun.id).where(FlowRun.task_id == bindparam("task_id")).limit(1))
+    return lines, shown
 
 
 def _after(t: datetime | None, since: datetime | None) -> bool:

@@ -15,13 +15,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import CTE, DateTime, String, Table, bindparam, event, insert, select, update
+from sqlalchemy import (
+    CTE,
+    DateTime,
+    Insert,
+    String,
+    Table,
+    bindparam,
+    event,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from lomo.bell_relay import SESSION_KEY, BellRelay
-from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Event, User, utcnow
+from lomo.db.query import Query
 
 
 async def append_event(
@@ -31,62 +42,61 @@ async def append_event(
     data: dict[str, Any],
     at: datetime | None = None,
 ) -> int:
-    """Append in the caller's transaction; the counter row lock serializes writers per user.
-    Inside a batch led by `event_batch(...)` with the same values it answers from that."""
-    if session.new or session.dirty or session.deleted:
-        # The caller's pending changes first, as the session's own execute would flush them:
-        # row locks are then taken in the caller's order (a task's row, then the counter's),
-        # the order every writer keeps.
-        await session.flush()
-    conn = await session.connection()
-    at = at or utcnow()
-    if conn.dialect.name == "postgresql":
-        params = {"p_user": user_id, "p_type": type_, "p_data": data, "p_at": at}
-        rows = await _APPEND_IN_ONE.rows(session, **params)
-        seq = rows[0][0] if rows else None
-    else:  # SQLite has no UPDATE inside a WITH: the counter, then the row
-        seq = await conn.scalar(_BUMP, {"p_user": user_id})
-        if seq is not None:
-            row = {"user_id": user_id, "seq": seq, "type": type_, "data": data, "created_at": at}
-            await conn.execute(insert(_EVENTS), row)
+    """Append in the caller's transaction; the counter row lock serializes writers per user."""
+    conn = await session.connection()  # flushes the caller's pending changes first
+    seq = await conn.scalar(_BUMP, {"p_user": user_id})
     if seq is None:
         raise LookupError(f"no user {user_id}")
+    row = {
+        "user_id": user_id,
+        "seq": seq,
+        "type": type_,
+        "data": data,
+        "created_at": at or utcnow(),
+    }
+    await conn.execute(insert(_EVENTS), row)
     ring_on_commit(session, user_id)
     return int(seq)
 
 
-def event_batch(
-    session: AsyncSession, user_id: str, type_: str, data: dict[str, Any], at: datetime
-) -> list[Bound]:
-    """The event `append_event(..., at=at)` appends, to send within a batch (`prefetched`)
-    where it is one statement (Postgres); elsewhere nothing, and the call appends it."""
-    if session.get_bind().dialect.name != "postgresql":
-        return []
-    return [_APPEND_IN_ONE.bind(p_user=user_id, p_type=type_, p_data=data, p_at=at)]
+def event_queries(user_id: str, type_: str, data: dict[str, Any], at: datetime) -> list[Query]:
+    """An event appended by two statements run in order in the caller's transaction: the
+    person's counter bumped (its row lock serializes writers per person), then the event
+    inserted with the counter's new value. The caller rings the bell after its commit."""
+    values = {"p_user": user_id, "p_type": type_, "p_data": data, "p_at": at}
+    return [Query(_BUMP, {"p_user": user_id}), Query(_APPEND_BUMPED, values)]
 
 
 def ring_on_commit(session: AsyncSession, user_id: str) -> None:
-    """Wake the person's event streams in this process once the caller commits (for a
-    writer that appended an event by `event_after`)."""
+    """Wake the person's event streams in this process once the caller commits."""
     rings: set[str] = session.sync_session.info.setdefault("lomo_rings", set())
     if not rings:
         event.listen(session.sync_session, "after_commit", _ring_after_commit, once=True)
     rings.add(user_id)
 
 
-def event_after(source: CTE) -> HotQuery:
-    """Postgres, one statement: for the person in each row of `source` (a write's RETURNING
+def ring(user_ids: set[str], relay: BellRelay | None) -> None:
+    """Wake the streams of `user_ids` here, and through `relay` in other processes (for a
+    writer that committed events outside a session)."""
+    for user_id in user_ids:
+        BELL.ring(user_id)
+    if relay is not None and user_ids:
+        relay.send(user_ids)
+
+
+def event_after(changed: CTE) -> Insert:
+    """Postgres, one statement: for the person in each row of `changed` (a write's RETURNING
     `user_id`, as a CTE), the counter bumped and an event appended; its values `p_type`,
-    `p_data`, `p_ev_at`. Returns the persons, to `ring_on_commit`; no row when `source`
-    wrote none (a conditional write that changed nothing appends nothing)."""
+    `p_data`, `p_ev_at`. Returns the persons: no row when `changed` wrote none (a
+    conditional write that changed nothing appends nothing). Build it once per shape."""
     bump = (
         update(_USERS)
-        .where(_USERS.c.id.in_(select(source.c.user_id)))
+        .where(_USERS.c.id.in_(select(changed.c.user_id)))
         .values(event_seq=_USERS.c.event_seq + 1)
         .returning(_USERS.c.id, _USERS.c.event_seq)
         .cte("bump")
     )
-    return HotQuery(
+    return (
         insert(_EVENTS)
         .from_select(
             ["user_id", "seq", "type", "data", "created_at"],
@@ -102,9 +112,8 @@ def event_after(source: CTE) -> HotQuery:
     )
 
 
-# The statements are built once, on the Core tables (three events per agent step): building
-# the WITH statement per call cost more CPU than running it (issue 14). Parameters are named
-# apart from the columns: a key naming a column would be taken as a value to set.
+# Parameters are named apart from the columns: a key naming a column would be taken as a
+# value to set.
 _USERS: Table = User.__table__  # type: ignore[assignment]
 _EVENTS: Table = Event.__table__  # type: ignore[assignment]
 _BUMP = (
@@ -113,22 +122,15 @@ _BUMP = (
     .values(event_seq=_USERS.c.event_seq + 1)
     .returning(_USERS.c.event_seq)
 )
-# One statement on Postgres: the counter's UPDATE in a WITH, the event inserted from its
-# RETURNING; no row when the person does not exist.
-_BUMPED = _BUMP.cte("bump")
-_APPEND_IN_ONE = HotQuery(
-    insert(_EVENTS)
-    .from_select(
-        ["user_id", "seq", "type", "data", "created_at"],
-        select(
-            bindparam("p_user", type_=String()),
-            _BUMPED.c.event_seq,
-            bindparam("p_type", type_=String()),
-            bindparam("p_data", type_=_EVENTS.c.data.type),
-            bindparam("p_at", type_=DateTime(timezone=True)),
-        ),
-    )
-    .returning(_EVENTS.c.seq)
+_APPEND_BUMPED = insert(_EVENTS).from_select(
+    ["user_id", "seq", "type", "data", "created_at"],
+    select(
+        _USERS.c.id,
+        _USERS.c.event_seq,
+        bindparam("p_type", type_=String()),
+        bindparam("p_data", type_=_EVENTS.c.data.type),
+        bindparam("p_at", type_=DateTime(timezone=True)),
+    ).where(_USERS.c.id == bindparam("p_user")),
 )
 
 

@@ -12,7 +12,6 @@ from temporalio.client import Client, Interceptor
 from temporalio.runtime import Runtime
 
 from lomo.errors import ConfigError
-from lomo.payloads import DATA_CONVERTER
 from lomo.settings import Settings
 
 # ARCHITECTURE §3: registered when the dev server starts.
@@ -85,5 +84,4 @@ async def connect(
         namespace=settings.temporal_namespace,
         runtime=runtime,
         interceptors=interceptors,
-        data_converter=DATA_CONVERTER,
     )

@@ -12,15 +12,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
-from lomo.db.hot import Bound, HotQuery, prefetched
 from lomo.db.models import MessageRow
+from lomo.db.query import Query, Rows, run
 from lomo.settings import Settings
 from lomo.telemetry import DEGRADATIONS, MEMORY_RETRIEVAL
 from memory.models import (
@@ -65,29 +65,31 @@ def profile_text(version: int, items: list[dict[str, object]]) -> str:
     return f"Profile of the person (v{version}):\n" + "\n".join(lines)
 
 
-def profile_reads(user_id: str, task_id: str) -> list[Bound]:
-    """The reads of `read_profile`, for a model step to send with its own (one round trip)."""
-    return [_LATEST_PROFILE.bind(user_id=user_id), _UNBOUND.bind(user_id=user_id, task_id=task_id)]
+def profile_queries(user_id: str, task_id: str) -> list[Query]:
+    """The profile snapshot and whether a memory of this task waits to be bound to it (rows
+    for `profile_of`), for a model step to read with its own reads."""
+    return [
+        Query(_LATEST_PROFILE, {"user_id": user_id}),
+        Query(_UNBOUND, {"user_id": user_id, "task_id": task_id}),
+    ]
 
 
-async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
-    """`read_profile` in a read transaction of its own."""
-    async with deps.db.session() as s, prefetched(s, *profile_reads(user_id, task_id)):
-        return await read_profile(s, user_id, task_id)
-
-
-async def read_profile(s: AsyncSession, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
-    """The profile snapshot, and whether a memory of this task waits to be bound to it."""
-    profile = await _LATEST_PROFILE.rows(s, user_id=user_id)
-    unbound = bool(await _UNBOUND.rows(s, user_id=user_id, task_id=task_id))
+def profile_of(profile: Rows, unbound: Rows) -> tuple[MemoryContext, bool]:
+    """The rows of `profile_queries` as the profile's context and the unbound flag."""
     if not profile:
-        return MemoryContext(), unbound
+        return MemoryContext(), bool(unbound)
     version, items = profile[0]
     return MemoryContext(
         profile_version=version,
         profile_text=profile_text(version, items),
         version_ids=[str(i["version_id"]) for i in items],
-    ), unbound
+    ), bool(unbound)
+
+
+async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[MemoryContext, bool]:
+    async with deps.db.session() as s:
+        rows = [await run(s, q) for q in profile_queries(user_id, task_id)]
+    return profile_of(*rows)
 
 
 async def _items(
@@ -100,16 +102,16 @@ async def _items(
     ids = [h.id for h in hits if h.id not in skip]
     if not ids:
         return [], []
-    # The versions found and their sources in one round trip, as plain rows (they are read
-    # on the path of every step of a person with memories).
-    found, linked = _FOUND.bind(ids=ids), _SOURCES.bind(ids=ids)
-    async with deps.db.session() as s, prefetched(s, found, linked):
-        rows = await found.rows(s)
-        sources = await linked.rows(s)
+    # The versions found with their sources, in one query (read on the path of every step
+    # of a person with memories): a row per source, or one without when it has none.
+    async with deps.db.session() as s:
+        rows = await run(s, Query(_FOUND, {"ids": ids}))
     prov: dict[str, list[str]] = {}
-    for target, relation, ref in sources:
-        prov.setdefault(target, []).append(f"{relation} {ref}")
-    by_id = {r[0]: r for r in rows}
+    by_id: dict[str, tuple[Any, ...]] = {}
+    for *row, relation, ref in rows:
+        by_id[row[0]] = tuple(row)
+        if relation is not None:
+            prov.setdefault(row[0], []).append(f"{relation} {ref}")
     items: list[str] = []
     used: list[str] = []
     for vid in ids:  # best first; SQL is the truth, a stale vector never leaks
@@ -228,9 +230,8 @@ async def _search(
 
 
 # One row per memory version a step's context contained, written with the stored step in
-# its round trip (plain INSERTs: the ORM's select-then-add cost the model step two round
-# trips and about 4 ms under the agent-step bench, issue 14). A row already there is kept.
-RECORD_USAGE = HotQuery(
+# its transaction. A row already there is kept.
+RECORD_USAGE = (
     pg_insert(MemoryUsage)
     .inline()  # no RETURNING of the new ids: nothing reads them
     .values(
@@ -244,38 +245,45 @@ RECORD_USAGE = HotQuery(
 )
 
 
-def usage_writes(
+def usage_queries(
     task_id: str, turn: int, step: int, version_ids: list[str], at: datetime
-) -> list[Bound]:
+) -> list[Query]:
     """The writes that remember which memory versions one step's context contained
     (idempotent: a version recorded before for the step is left as it is)."""
-    return [
-        RECORD_USAGE.bind(p_task=task_id, p_turn=turn, p_step=step, p_version=vid, p_at=at)
-        for vid in dict.fromkeys(version_ids)
-    ]
+    key = {"p_task": task_id, "p_turn": turn, "p_step": step, "p_at": at}
+    return [Query(RECORD_USAGE, {**key, "p_version": v}) for v in dict.fromkeys(version_ids)]
 
 
-def exclusion_reads(user_id: str) -> list[Bound]:
-    """The first reads of `exclusions`, to prefetch with a step's other reads."""
-    return [_FORGOTTEN_MESSAGES.bind(user_id=user_id), _STEPS_OF_DELETED.bind(user_id=user_id)]
+def exclusion_queries(user_id: str) -> list[Query]:
+    """Forgotten raw messages (with the steps that read them) and the steps whose context
+    held a deleted memory version: rows for `exclusions_of`."""
+    return [Query(_FORGOTTEN, {"user_id": user_id}), Query(_STEPS_OF_DELETED, {"user_id": user_id})]
+
+
+def exclusions_of(forgotten: Rows, of_deleted: Rows) -> Exclusions:
+    """What a context must leave out: forgotten raw messages, and the steps whose outputs
+    were derived from forgotten content (a context that held a deleted version, or a step
+    that read a forgotten message)."""
+    steps = {(t, turn, step) for t, turn, step in of_deleted}
+    read = [(t, turn, step) for _m, t, turn, step in forgotten]
+    steps |= {(t, turn, step) for t, turn, step in read if t and None not in (turn, step)}
+    return Exclusions({m for m, *_ in forgotten if m}, steps)
 
 
 async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:
-    """Forgotten raw messages, and the steps whose outputs were derived from forgotten
-    content (a context that held a deleted version, or a step that read a forgotten message)."""
-    message_ids = set(await _FORGOTTEN_MESSAGES.scalars(session, user_id=user_id))
-    steps = {
-        (t, turn, step) for t, turn, step in await _STEPS_OF_DELETED.rows(session, user_id=user_id)
-    }
-    if message_ids:
-        for t, turn, step in await _STEPS_OF_MESSAGES.rows(session, ids=sorted(message_ids)):
-            if t is not None and turn is not None and step is not None:
-                steps.add((t, turn, step))
-    return Exclusions({m for m in message_ids if m}, steps)
+    """`exclusions_of` read through `session`."""
+    rows = [await run(session, q) for q in exclusion_queries(user_id)]
+    return exclusions_of(*rows)
 
 
-# Read at every model step (lomo/db/hot.py).
-_FOUND = HotQuery(
+# The usable sources of a memory version.
+_SOURCE = (
+    select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
+    .join(Evidence, Evidence.id == MemoryLink.source_id)
+    .where(Evidence.usable.is_(True))
+    .subquery("source")
+)
+_FOUND = (
     select(
         MemoryVersion.id,
         MemoryVersion.status,
@@ -287,41 +295,41 @@ _FOUND = HotQuery(
         Memory.status,
         Memory.user_id,
         Memory.kind,
+        _SOURCE.c.relation,
+        _SOURCE.c.source_ref,
     )
     .join(Memory, Memory.id == MemoryVersion.memory_id)
+    .outerjoin(_SOURCE, _SOURCE.c.target_id == MemoryVersion.id)
     .where(MemoryVersion.id.in_(bindparam("ids", expanding=True)))
 )
-_SOURCES = HotQuery(
-    select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
-    .join(Evidence, Evidence.id == MemoryLink.source_id)
-    .where(MemoryLink.target_id.in_(bindparam("ids", expanding=True)), Evidence.usable.is_(True))
-)
-_FORGOTTEN_MESSAGES = HotQuery(
-    select(Evidence.message_id).where(
+# A forgotten message, with the step that read it (if one did).
+_FORGOTTEN = (
+    select(
+        Evidence.message_id,
+        MessageRow.task_id,
+        MessageRow.processed_turn,
+        MessageRow.processed_step,
+    )
+    .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+    .where(
         Evidence.user_id == bindparam("user_id"),
         Evidence.usable.is_(False),
         Evidence.message_id.is_not(None),
     )
 )
-_STEPS_OF_DELETED = HotQuery(
+_STEPS_OF_DELETED = (
     select(MemoryUsage.task_id, MemoryUsage.turn, MemoryUsage.step)
     .join(MemoryVersion, MemoryVersion.id == MemoryUsage.version_id)
     .where(MemoryVersion.user_id == bindparam("user_id"), MemoryVersion.status == "deleted")
 )
-_STEPS_OF_MESSAGES = HotQuery(
-    select(MessageRow.task_id, MessageRow.processed_turn, MessageRow.processed_step).where(
-        MessageRow.id.in_(bindparam("ids", expanding=True)),
-        MessageRow.processed_turn.is_not(None),
-    )
-)
-_LATEST_PROFILE = HotQuery(
+_LATEST_PROFILE = (
     select(ProfileSnapshot.version, ProfileSnapshot.items)
     .where(ProfileSnapshot.user_id == bindparam("user_id"))
     .order_by(ProfileSnapshot.version.desc())
     .limit(1)
 )
 # A task-scoped memory not bound to a task yet, extracted from a message of this task.
-_UNBOUND = HotQuery(
+_UNBOUND = (
     select(Memory.id)
     .join(MemoryVersion, MemoryVersion.memory_id == Memory.id)
     .join(MemoryLink, MemoryLink.target_id == MemoryVersion.id)

@@ -23,7 +23,6 @@ from temporalio.client import Client
 
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
-from lomo.payloads import DATA_CONVERTER
 from lomo.temporal import start_dev_server
 from tests.helpers import free_port
 
@@ -69,7 +68,7 @@ async def temporal_client(temporal_server: str) -> Client:
     # namespace becoming ready, so retry briefly.
     for _ in range(50):
         try:
-            return await Client.connect(temporal_server, data_converter=DATA_CONVERTER)
+            return await Client.connect(temporal_server)
         except RuntimeError:
             await asyncio.sleep(0.2)
     raise RuntimeError("cannot connect to temporal")

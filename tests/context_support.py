@@ -26,6 +26,10 @@ from activities.memory import MemoryActivities
 from activities.registry import build_tools
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
+from context.build import BuiltContext, build_context
+from context.segments import ContextPolicy
+from journal.store import StepStore
+from journal.types import StepQuery
 from llm.anthropic_provider import AnthropicProvider
 from llm.standin.model import OfflineModel
 from llm.standin.server import create_standin_app
@@ -292,3 +296,13 @@ def unexplained_prefix_changes(
         if (changed and not reasons) or "unexplained" in prefixes[i].get("changes", []):
             out.append(i)
     return out
+
+
+async def context_now(
+    db: Database, task: Task, tools: dict[str, Tool], policy: ContextPolicy
+) -> BuiltContext:
+    """The context a next step of `task` would be built on, under `policy`."""
+    loaded = await StepStore(db, policy).load_step(
+        StepQuery(task.id, task.user_id, task.turn + 1, 1, [])
+    )
+    return build_context(loaded.data, tools, policy)

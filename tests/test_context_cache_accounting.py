@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from context.build import ContextExtras
 from context.prefix import profile_layout
+from context.types import Profile
 from llm.standin.server import BadRequest, account_cache, check_cache_markup
 from tests.context_support import unexplained_prefix_changes
 
@@ -119,9 +119,9 @@ def test_the_first_breakpoint_check_fails_on_a_change_without_reason() -> None:
     assert 1 in unexplained_prefix_changes(deferred, [{"changes": []} for _ in bodies])
 
 
-def _profile(version: int, *lines: str) -> ContextExtras:
+def _profile(version: int, *lines: str) -> Profile:
     text = f"Profile of the person (v{version}):\n" + "\n".join(f"- {x}" for x in lines)
-    return ContextExtras(profile=text if lines else "", profile_version=version)
+    return Profile(text if lines else "", version)
 
 
 def test_a_profile_addition_is_appended_and_a_correction_rewrites_the_snapshot() -> None:

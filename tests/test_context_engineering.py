@@ -16,7 +16,6 @@ from sqlalchemy import select
 from temporalio.client import Client
 
 from api.app import create_app
-from context.build import build_context
 from context.segments import ContextPolicy, step_line
 from lomo.db.context import ContextSegment, ToolOutput
 from lomo.db.models import MessageRow, ModelStep, Task, ToolCall
@@ -26,6 +25,7 @@ from tests.context_support import (
     Policy,
     cached_prefix_until_first_breakpoint,
     cached_share,
+    context_now,
     context_run,
     unexplained_prefix_changes,
 )
@@ -104,9 +104,9 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
             # Under another segment size the written summaries cover other steps: unused.
             task = await s.get(Task, run.task_id)
             assert task is not None
-            resized = await build_context(
-                s, task, 99, 1, [], run.runtime.tools, policy=ContextPolicy(SEGMENT + 1, RECENT)
-            )
+        resized = await context_now(
+            run.db, task, run.runtime.tools, ContextPolicy(SEGMENT + 1, RECENT)
+        )
 
     assert len(steps) == len(bodies) == STEPS
     prefixes = [st.context["prefix"] for st in steps]

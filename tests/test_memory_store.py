@@ -13,9 +13,9 @@ from temporalio.exceptions import ApplicationError
 
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
-from lomo.db.hot import execute_all
 from lomo.db.models import MessageRow, utcnow
-from memory.context import exclusions, memory_for_context, usage_writes
+from lomo.db.query import run
+from memory.context import exclusions, memory_for_context, usage_queries
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion, ProfileSnapshot, Summary
 from memory.types import CorrectInput, ForgetInput
 from memory.views import history, list_memories, profile
@@ -326,10 +326,11 @@ async def test_usage_of_forgotten_versions_excludes_those_steps(env: Env) -> Non
     ctx = await memory_for_context(env.deps, env.user_id, "tsk_1", "brand")
     assert len(ctx.version_ids) == 2
     async with env.db.session() as s:
-        await execute_all(s, *usage_writes("tsk_1", 1, 1, ctx.version_ids, utcnow()))
-        await execute_all(s, *usage_writes("tsk_1", 1, 1, ctx.version_ids, utcnow()))  # idempotent
+        for q in [*usage_queries("tsk_1", 1, 1, ctx.version_ids, utcnow())] * 2:  # idempotent
+            await run(s, q)
         font = [v for v in await s.scalars(select(MemoryVersion)) if "Futura" in v.content]
-        await execute_all(s, *usage_writes("tsk_1", 2, 1, [font[0].id], utcnow()))
+        for q in usage_queries("tsk_1", 2, 1, [font[0].id], utcnow()):
+            await run(s, q)
     await _forget(env, text="blue")
     async with env.db.session() as s:
         excl = await exclusions(s, env.user_id)

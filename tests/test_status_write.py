@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from lomo.db.hot import HotQuery, execute_all, prefetched
 from sqlalchemy import bindparam, select
 from temporalio.exceptions import ApplicationError
 
@@ -23,7 +24,6 @@ from journal.statements import (
 from lomo import clock
 from lomo.cards import create_card
 from lomo.db.engine import Database
-from lomo.db.hot import HotQuery, execute_all, prefetched
 from lomo.db.models import Card, Event, Task, ToolCall
 from lomo.events import BELL, append_event, event_batch
 from lomo.ids import new_id

@@ -17,72 +17,17 @@ carries a short preview and the handle, and `read_output(handle, offset, limit)`
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from journal.rows import CallLike, call_order
+from context.tools import DOMAINS, domain_index
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
-from lomo.db.models import ModelStep, ToolCall
-from lomo.ids import new_id
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
-# The order domains are offered in (the system text lists them in this order).
-DOMAINS = ("image", "video", "audio", "3d", "documents", "flows", "memory", "budget")
 PREVIEW_CHARS = 400
-
-
-def loaded_domains(calls: Iterable[CallLike], tools: dict[str, Tool]) -> list[str]:
-    """The task's loaded domains in the order they were loaded (appending a later domain
-    never moves an earlier one): by a `load_tools` call, or by calling one of its tools."""
-    order: list[str] = []
-    for c in sorted(calls, key=lambda c: call_order(c.call_id)):
-        found: list[str] = []
-        if c.name == "load_tools" and c.status == "done" and c.result:
-            found = [str(d) for d in c.result.get("loaded", [])]
-        elif c.name in tools and tools[c.name].domain != "core":
-            found = [tools[c.name].domain]
-        order.extend(d for d in found if d not in order)
-    return order
-
-
-def request_tools(tools: dict[str, Tool]) -> list[ToolSpec]:
-    """What every step sends: the core tools, then every domain's tools deferred (not in the
-    prompt until referenced), so the tools array never changes during a task."""
-    core = [t.spec for t in tools.values() if t.domain == "core"]
-    extra = [
-        ToolSpec(t.spec.name, t.spec.description, t.spec.input_schema, deferred=True)
-        for d in domain_index(tools)
-        for t in tools.values()
-        if t.domain == d
-    ]
-    return [*core, *extra]
-
-
-def domain_tool_names(tools: dict[str, Tool], domain: str) -> list[str]:
-    return [t.spec.name for t in tools.values() if t.domain == domain]
-
-
-def domain_index(tools: dict[str, Tool]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for t in tools.values():
-        if t.domain != "core":
-            out.setdefault(t.domain, []).append(t.name)
-    return {d: out[d] for d in (*DOMAINS, *sorted(set(out) - set(DOMAINS))) if d in out}
-
-
-def tools_text(tools: dict[str, Tool]) -> str:
-    """The stable prefix's description of the tool set (no loaded state in it)."""
-    core = ", ".join(t.name for t in tools.values() if t.domain == "core")
-    domains = "; ".join(f"{d}: {', '.join(n)}" for d, n in domain_index(tools).items())
-    return (
-        f"Core tools: {core}.\nMore tools by domain, available after load_tools(domain) "
-        f"(they appear from the next step on): {domains}."
-    )
 
 
 class LoadTools(Tool):
@@ -168,66 +113,48 @@ def context_tools(deps: ToolDeps, tools: dict[str, Tool]) -> list[Tool]:
     return [LoadTools(tools), ReadOutput(deps)]
 
 
-async def keep_outside(
-    s: AsyncSession, user_id: str, task_id: str, call_id: str, record: dict[str, Any], limit: int
-) -> dict[str, Any]:
-    """The record the journal keeps and the context shows: unchanged when small; else the
-    visible part goes to `tool_outputs` (once per call_id) and a preview plus handle stays."""
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A call's record as the journal keeps it; with `text` (its visible part) and `handle`
+    when that part is kept outside the context."""
+
+    record: dict[str, Any]
+    text: str = ""
+    handle: str = ""
+
+
+def keep_outside(call_id: str, record: dict[str, Any], limit: int) -> Kept:
+    """The record unchanged when small; else a preview plus the handle under which the
+    visible part is kept (`tool_outputs`, one row per call: the handle follows from the
+    call's id, so a retry stores nothing twice)."""
     visible = {k: v for k, v in record.items() if not k.startswith("_")}
     text = json.dumps(visible, ensure_ascii=False)
     if len(text) <= limit:
-        return record
-    out = await s.scalar(select(ToolOutput).where(ToolOutput.call_id == call_id))
-    if out is None:
-        out = ToolOutput(
-            id=new_id("out"),
-            user_id=user_id,
-            task_id=task_id,
-            call_id=call_id,
-            content=text,
-            size=len(text),
-        )
-        s.add(out)
-        await s.flush()
+        return Kept(record)
+    handle = "out_" + hashlib.sha256(call_id.encode()).hexdigest()[:24]
     keys = ("status", "order_id", "card_id", "error")
     small: dict[str, Any] = {k: record[k] for k in keys if k in record}
     if isinstance(record.get("artifacts"), list) and len(json.dumps(record["artifacts"])) < 500:
         small["artifacts"] = record["artifacts"]
-    return {
-        **small,
-        "output_handle": out.id,
-        "size": out.size,
-        "preview": text[:PREVIEW_CHARS],
-        "note": f"the full output ({out.size} characters) is kept outside the context; "
-        "read it with read_output(handle, offset, limit)",
-        **{k: v for k, v in record.items() if k.startswith("_")},
-    }
+    return Kept(
+        {
+            **small,
+            "output_handle": handle,
+            "size": len(text),
+            "preview": text[:PREVIEW_CHARS],
+            "note": f"the full output ({len(text)} characters) is kept outside the context; "
+            "read it with read_output(handle, offset, limit)",
+            **{k: v for k, v in record.items() if k.startswith("_")},
+        },
+        text,
+        handle,
+    )
 
 
-async def note_unloaded(
-    s: AsyncSession, task_id: str, call_id: str, tool: Tool, tools: dict[str, Tool]
-) -> str | None:
-    """Why a call to a tool the model could not see still ran (or None if it was visible)."""
-    if tool.domain == "core":
-        return None
-    turn, step, _ = call_order(call_id)
-    # Only the step's prefix notes, not its whole stored context (the text it was sent).
-    row = (
-        await s.execute(
-            select(ModelStep.id, ModelStep.context["prefix"]).where(
-                ModelStep.task_id == task_id, ModelStep.turn == turn, ModelStep.step == step
-            )
-        )
-    ).first()
-    seen = (row[1] or {}).get("domains") if row is not None else None
-    if seen is None:  # no record of what the step saw: every earlier load counts
-        calls = [
-            c
-            for c in await s.scalars(select(ToolCall).where(ToolCall.task_id == task_id))
-            if call_order(c.call_id)[:2] < (turn, step)
-        ]
-        seen = loaded_domains(calls, tools)
-    if tool.domain in seen:
+def unloaded_note(tool: Tool, seen: list[str] | None) -> str | None:
+    """Why a call to a tool the model could not see still ran (None if it was visible);
+    `seen`: the domains the step that planned it could see."""
+    if tool.domain == "core" or tool.domain in (seen or []):
         return None
     return (
         f"{tool.name} belongs to the domain {tool.domain!r}, which was not loaded: it ran "

@@ -14,25 +14,35 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import ObjectVersion, TaskObject, WorkObject
+from lomo.db.query import Query, Rows, run
 from workspace.diff import summarize_change
 from workspace.store import describe_author
 
 MAX_NOTICES = 10
 
 
-def notice_read(task_id: str) -> Bound:
-    """The read `notices_for_context` starts with, to prefetch with a step's other reads."""
-    return _LINKED.bind(task_id=task_id)
+def linked_query(task_id: str) -> Query:
+    """The objects the task references with what it saw of them (rows for `notice_lines`)."""
+    return Query(_LINKED, {"task_id": task_id})
 
 
-async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
+def version_queries(linked: Rows) -> list[Query]:
+    """The versions `notice_lines` compares, for each object that moved on since the task
+    saw it: from the version seen to the current one."""
+    return [
+        Query(_VERSIONS, {"object_id": o.id, "seen": seen, "current": o.version})
+        for o, seen in _moved(linked)
+    ]
+
+
+def notice_lines(linked: Rows, versions: list[Rows], task_id: str) -> list[str]:
     """One line per referenced object that changed (by someone else) or was deleted since
     the task last saw it, e.g. "storyboard (obj_…) v3 → v4 (by the person): Shot 2 changed
-    (+1/-1 lines); re-read it before editing"."""
+    (+1/-1 lines); re-read it before editing". `versions`: the rows of `version_queries`."""
+    by_object = {o.id: rows for (o, _), rows in zip(_moved(linked), versions, strict=True)}
     lines: list[str] = []
-    for row in await _LINKED.rows(session, task_id=task_id):
+    for row in linked:
         obj, deleted, deletion_seen, seen_version = _Linked(*row[:4]), *row[4:]
         if deleted:
             if not deletion_seen:
@@ -40,17 +50,21 @@ async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
                     f"{obj.name} ({obj.id}) was deleted by the person; it can no longer be "
                     "read or used, do not refer to it"
                 )
-            continue
-        seen = seen_version or 0
-        if seen == 0 or obj.version <= seen:
-            continue
-        line = await _change_line(session, task_id, obj, seen)
-        if line:
-            lines.append(line)
+        elif obj.id in by_object:
+            line = _change_line(task_id, obj, seen_version, by_object[obj.id])
+            if line:
+                lines.append(line)
     if len(lines) > MAX_NOTICES:
         rest = len(lines) - MAX_NOTICES
         lines = [*lines[:MAX_NOTICES], f"and {rest} more changed object(s); list_objects shows all"]
     return lines
+
+
+async def notices_for_context(session: AsyncSession, task_id: str) -> list[str]:
+    """`notice_lines` read through `session`."""
+    linked = await run(session, linked_query(task_id))
+    versions = [await run(session, q) for q in version_queries(linked)]
+    return notice_lines(linked, versions, task_id)
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,8 +77,18 @@ class _Linked:
     version: int
 
 
-# Read at every model step (lomo/db/hot.py).
-_LINKED = HotQuery(
+def _moved(linked: Rows) -> list[tuple[_Linked, int]]:
+    """The objects (not deleted) with a newer version than the one the task saw."""
+    out = []
+    for row in linked:
+        obj, deleted, _deletion_seen, seen_version = _Linked(*row[:4]), *row[4:]
+        seen = seen_version or 0
+        if not deleted and seen and obj.version > seen:
+            out.append((obj, seen))
+    return out
+
+
+_LINKED = (
     select(
         WorkObject.id,
         WorkObject.name,
@@ -78,28 +102,23 @@ _LINKED = HotQuery(
     .where(TaskObject.task_id == bindparam("task_id"))
     .order_by(WorkObject.created_at)
 )
+_VERSIONS = select(ObjectVersion.version, ObjectVersion.created_by, ObjectVersion.content).where(
+    ObjectVersion.object_id == bindparam("object_id"),
+    ObjectVersion.version >= bindparam("seen"),
+    ObjectVersion.version <= bindparam("current"),
+)
 
 
-async def _change_line(session: AsyncSession, task_id: str, obj: _Linked, seen: int) -> str | None:
-    newer = list(
-        await session.scalars(
-            select(ObjectVersion.created_by).where(
-                ObjectVersion.object_id == obj.id,
-                ObjectVersion.version > seen,
-                ObjectVersion.version <= obj.version,
-            )
-        )
-    )
+def _change_line(task_id: str, obj: _Linked, seen: int, versions: Rows) -> str | None:
     own = f"task:{task_id}:"
+    newer = [by for v, by, _ in versions if v > seen]
     others = sorted({describe_author(a) for a in newer if not a.startswith(own)})
     if not others:
         return None  # only this task's own writes: nothing it does not know
-    old = await session.get(ObjectVersion, (obj.id, seen))
-    cur = await session.get(ObjectVersion, (obj.id, obj.version))
+    content = {v: c for v, _, c in versions}
+    old, cur = content.get(seen), content.get(obj.version)
     what = (
-        summarize_change(obj.type, old.content, cur.content)
-        if old is not None and cur is not None
-        else "changed"
+        summarize_change(obj.type, old, cur) if old is not None and cur is not None else "changed"
     )
     return (
         f"{obj.name} ({obj.id}) v{seen} → v{obj.version} (by {', '.join(others)}): {what}; "

@@ -35,7 +35,6 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.util import await_only
 
 from lomo.bell_relay import SESSION_KEY, BellRelay
-from lomo.db import begin
 
 BUSY_TIMEOUT_MS = 10_000
 # A pooled Postgres connection idle for longer is pinged at checkout (`_LivenessCheck`).
@@ -194,11 +193,8 @@ def make_engine(
             "keepalives_idle": 30,
             "keepalives_interval": 10,
             "keepalives_count": 3,
-            # Transactions are begun by hand, with their first write (lomo/db/begin.py).
-            "autocommit": True,
         },
     )
-    begin.install(engine.sync_engine)
     _LivenessCheck(engine.dialect, ping_after_idle_s).install(engine.sync_engine.pool)
     return engine
 
@@ -262,6 +258,7 @@ class Database:
         relay: BellRelay | None = None,
     ) -> None:
         self.url = url
+        self.relay = relay
         self.engine = make_engine(
             url, busy_timeout_ms, writer_wait_s, ping_after_idle_s=ping_after_idle_s
         )
