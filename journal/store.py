@@ -35,7 +35,7 @@ from context.types import (
 from flows.runs import progress_lines
 from journal import statements as st
 from journal.backend import backend_for
-from journal.status import write_changes
+from journal.status import pipelined_status, status_changed, write_changes
 from journal.types import (
     CallRecord,
     CallResult,
@@ -139,13 +139,16 @@ class StepStore:
         facts read in it. A second attempt of the same step fails on the step's unique
         (task, turn, step) and stores nothing."""
         rings: set[str] = set()
+        running, at = rec.running, rec.running_at or rec.at
+        lead = pipelined_status(running, at) if running and self.pipelined else []
         async with self.backend.transaction() as batch:
-            if rec.running is not None:
-                at = rec.running_at or rec.at
-                rings |= await write_changes(batch, rec.running, at, self.pipelined)
+            if running is not None and not self.pipelined:
+                rings |= await write_changes(batch, running, at, self.pipelined)
             writes = _step_writes(rec)
             reads = _facts_reads(rec.task_id) if rec.turn_facts else []
-            got = await batch(*writes, *reads, commit=True)
+            got = await batch(*lead, *writes, *reads, commit=True)
+        if running is not None and lead:
+            rings |= status_changed(got[: len(lead)], running, False)
         if rec.reply:
             rings.add(rec.user_id)
         ring(rings, self.db.relay)
