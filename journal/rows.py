@@ -307,6 +307,10 @@ async def load_window(session: AsyncSession, task_id: str, steps: list[StepRow])
 
 
 # --- the task's state every step reads (the dynamic tail, the turn's state) ---------------
+# The statuses that close a checklist step (the others: open, in_progress, blocked).
+CLOSED = ("done", "skipped")
+
+
 @dataclass(slots=True, frozen=True)
 class ItemRow:
     id: str
