@@ -28,6 +28,7 @@ up: install
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 
 typecheck: install
 	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
