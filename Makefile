@@ -28,9 +28,10 @@ up: install
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal workflows activities api cli sim web scenarios
+	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
 
 pytest: install browser
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)

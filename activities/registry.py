@@ -1,10 +1,12 @@
-"""Assembles every tool set and every activity class of the worker (one place to extend)."""
+"""Assembles the worker: its model provider, every tool set and every activity class (one
+place to extend)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
+from pydantic import SecretStr
 
 from activities.flows import FlowActivities
 from activities.generation import GenerationActivities
@@ -12,9 +14,9 @@ from activities.memory import MemoryActivities
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
-from llm.providers import build_provider
 from llm.types import ModelProvider
 from lomo.db.engine import Database
+from lomo.errors import ConfigError
 from lomo.settings import Settings
 from tools.base import Tool, ToolDeps
 from tools.checklist import checklist_tools
@@ -25,6 +27,38 @@ from tools.memory import memory_tools
 from tools.probes import probe_tools
 from tools.workspace import workspace_tools
 from workspace.blobs import make_asset_store
+
+
+class ProviderSettings(Protocol):
+    @property
+    def use_anthropic(self) -> bool: ...
+
+    @property
+    def anthropic_api_key(self) -> SecretStr | None: ...
+
+    @property
+    def anthropic_model(self) -> str: ...
+
+    @property
+    def anthropic_base_url(self) -> str | None: ...
+
+
+def build_provider(settings: ProviderSettings) -> ModelProvider:
+    """AnthropicProvider when settings ask for Anthropic, else the offline stand-in model."""
+    if settings.use_anthropic:
+        key = settings.anthropic_api_key
+        if key is None or not key.get_secret_value().strip():
+            raise ConfigError("model provider is anthropic but ANTHROPIC_API_KEY is not set")
+        from llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(
+            api_key=key.get_secret_value(),
+            model=settings.anthropic_model,
+            base_url=settings.anthropic_base_url,
+        )
+    from standin.model import OfflineModel
+
+    return OfflineModel()
 
 
 def build_tools(deps: ToolDeps) -> dict[str, Tool]:

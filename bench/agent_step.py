@@ -72,7 +72,6 @@ from activities.registry import build_activities
 from bench.bare_step import JOURNAL_DDL, BareStep, JournalActivities, bare_model, bare_tool
 from bench.support import HEADER, connect, dev_server, drop_pg, fresh_pg, machine, row
 from cli.worker import make_worker
-from llm.standin.model import OfflineModel
 from llm.types import (
     ModelRequest,
     ModelResponse,
@@ -89,6 +88,7 @@ from lomo.events import bell_relay
 from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.types import ExtractInput
+from standin.model import OfflineModel
 from tests.runtime_support import add_message, new_user
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 from workflows.task import TaskWorkflow

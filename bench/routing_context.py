@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import insert
 
 from activities.routing import RoutingActivities
-from llm.standin.model import OfflineModel
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
@@ -35,6 +34,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from routing.models import RoutingRecord
 from routing.types import RouteRequest
+from standin.model import OfflineModel
 from tests.routing_eval.support import CountingProvider
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import get_embedder

@@ -31,8 +31,6 @@ from context.segments import ContextPolicy
 from journal.store import StepStore
 from journal.types import StepQuery
 from llm.anthropic_provider import AnthropicProvider
-from llm.standin.model import OfflineModel
-from llm.standin.server import create_standin_app
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolSpec, ToolUseBlock, Usage
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -41,6 +39,8 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput
+from standin.model import OfflineModel
+from standin.server import create_standin_app
 from tests.helpers import ThreadServer
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 from vectors.edge import EdgeVectorIndex

@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 
 from activities.memory import MemoryActivities
-from llm.standin.extract import offline_extract
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -18,6 +17,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput, ExtractOutput
+from standin.extract import offline_extract
 from tools.base import ToolDeps
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import FakeEmbedder

@@ -190,7 +190,7 @@ class CountingResponder:
     async def __call__(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         if request.purpose != "task_step":  # background memory extraction, routing
-            from llm.standin.model import OfflineModel
+            from standin.model import OfflineModel
 
             return await OfflineModel().complete(request)
         return self.script(request, len(self.requests) - 1)

@@ -8,9 +8,9 @@ import pytest
 from temporalio.client import Client
 
 from llm.anthropic_provider import AnthropicProvider
-from llm.standin.model import OfflineModel
-from llm.standin.server import create_standin_app
 from llm.types import ModelRequest, ModelResponse
+from standin.model import OfflineModel
+from standin.server import create_standin_app
 from tests.helpers import ThreadServer
 from tests.stack import running_stack
 from tests.test_slice import run_cat_slice

@@ -20,13 +20,13 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
 from cli.worker import make_worker
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelResponse, TextBlock, ToolSpec, ToolUseBlock, Usage
 from lomo.db.context import ToolOutput
 from lomo.db.engine import Database
 from lomo.db.models import Task, ToolCall
 from lomo.ids import new_id
 from lomo.settings import Settings
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import new_user, start_task, text
 from tools.base import Tool, ToolCallContext, ToolResult

@@ -26,8 +26,8 @@ from temporalio.common import WorkflowIDConflictPolicy
 import api.relay as relay
 from api.dispatch import deliver_to_task
 from api.relay import relay_once
-from llm.standin.scripted import ScriptedProvider
 from lomo.db.models import MessageRow, ModelStep, Task
+from standin.scripted import ScriptedProvider
 from tests.handoff_support import get_message
 from tests.helpers import eventually
 from tests.runtime_support import (

@@ -11,7 +11,7 @@ import pytest
 
 from context.prefix import profile_layout
 from context.types import Profile
-from llm.standin.server import BadRequest, account_cache, check_cache_markup
+from standin.server import BadRequest, account_cache, check_cache_markup
 from tests.context_support import unexplained_prefix_changes
 
 EPH = {"type": "ephemeral"}

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.context import ContextSegment
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import replay_and_maybe_record, start_task, text, tool_use
 from tests.stack import running_stack

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import MessageRow, ModelStep
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text
 from tests.stack import running_stack

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.migrate import upgrade
+from standin.scripted import ScriptedProvider
 from tests.runtime_support import start_task, text, tool_use
 from tests.stack import running_stack
 

@@ -14,10 +14,8 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import SecretStr
 
+from activities.registry import build_provider
 from llm.anthropic_provider import AnthropicProvider
-from llm.providers import build_provider
-from llm.standin.scripted import ScriptedProvider
-from llm.standin.server import create_standin_app
 from llm.types import (
     Message,
     ModelRequest,
@@ -29,6 +27,8 @@ from llm.types import (
     ToolUseBlock,
 )
 from lomo.errors import ConfigError, ModelError
+from standin.scripted import ScriptedProvider
+from standin.server import create_standin_app
 from tests.helpers import free_port
 
 

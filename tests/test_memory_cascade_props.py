@@ -22,7 +22,6 @@ from sqlalchemy import select
 import money.models  # noqa: F401  (create_all needs every area's tables)
 import routing.models  # noqa: F401
 import workspace.models  # noqa: F401
-from llm.standin.summarize import episode
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
@@ -31,6 +30,7 @@ from memory.forget import reachable
 from memory.models import Evidence, MemoryLink, MemoryVersion, ProfileSnapshot, Summary
 from memory.services import MemoryServices
 from memory.types import ForgetInput
+from standin.summarize import episode
 from tests.memory_support import Env, make_env
 from vectors.embeddings import FakeEmbedder
 from vectors.server import QdrantServerIndex

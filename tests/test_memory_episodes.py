@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from llm.standin.model import OfflineModel
 from lomo.db.engine import Database
 from memory.episodes import DRAFT
 from memory.models import Memory, MemoryVersion, Summary
 from memory.types import ForgetInput
+from standin.model import OfflineModel
 from tests.memory_support import Env, make_env
 from tests.test_memory_store import _card
 

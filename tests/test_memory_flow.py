@@ -13,7 +13,6 @@ from temporalio.worker import Replayer
 
 from api.memory_dispatch import request_extraction, workflow_id
 from cli.worker import WORKFLOWS
-from llm.standin.extract import offline_extract
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import Event, MessageRow
 from lomo.errors import ModelError
@@ -22,6 +21,7 @@ from memory.context import memory_for_context
 from memory.models import Evidence
 from memory.services import close_services, get_services
 from memory.types import MemoryInput
+from standin.extract import offline_extract
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 from tools.base import ToolDeps

@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelResponse, ToolUseBlock, Usage
 from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from money.ledger import ledger_problems
 from money.models import Approval, LedgerEntry
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text
 from tests.stack import running_stack

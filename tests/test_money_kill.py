@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.server import create_standin_app
 from lomo.db.models import GenerationOrder, ToolCall
 from money.orders import UNCLEAR_SUBMIT
+from standin.server import create_standin_app
 from tests.helpers import ThreadServer, eventually
 from tests.runtime_support import (
     Workers,

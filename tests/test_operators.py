@@ -14,7 +14,7 @@ from typing import Any
 from temporalio.client import Client
 
 from cli.main import stuck_query
-from llm.standin.scripted import ScriptedProvider
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import ROOT, start_task, tool_use
 from tests.stack import running_stack

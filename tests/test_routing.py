@@ -12,8 +12,6 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from activities.routing import RoutingActivities
-from llm.standin.model import OfflineModel
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from lomo.db.engine import Database
 from lomo.db.models import Card, Task, WorkObject
@@ -21,6 +19,8 @@ from lomo.settings import Settings
 from routing.duplicates import likely_duplicates
 from routing.models import RoutingRecord, TaskIndexEntry
 from routing.text import differing_words
+from standin.model import OfflineModel
+from standin.scripted import ScriptedProvider
 from tests.routing_eval.support import (
     NOW,
     CountingProvider,

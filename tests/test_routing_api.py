@@ -9,12 +9,12 @@ from typing import Any
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from llm.standin.model import OfflineModel
 from lomo.auth import create_user
 from lomo.cards import create_card
 from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
 from lomo.ids import new_id
 from routing.models import RoutingRecord
+from standin.model import OfflineModel
 from tests.helpers import eventually
 from tests.routing_eval.support import CountingProvider
 from tests.stack import Stack, running_stack

@@ -11,11 +11,11 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.routing import RoutingActivities
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelResponse, TextBlock, ToolUseBlock
 from lomo.db.engine import Database
 from lomo.db.models import Event, MessageRow
 from lomo.settings import Settings
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.routing_eval.support import add_message, seed_world
 from vectors.edge import EdgeVectorIndex

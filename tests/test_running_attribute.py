@@ -14,8 +14,8 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import running_stack

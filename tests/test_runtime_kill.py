@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.server import create_standin_app
 from lomo.db.engine import Database
 from lomo.db.models import ModelStep, ToolCall
+from standin.server import create_standin_app
 from tests.helpers import ThreadServer, eventually
 from tests.runtime_support import (
     Workers,

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import GenerationOrder, MessageRow, ModelStep, ToolCall
 from lomo.signing import SIGNATURE_HEADER, sign
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text, tool_use
 from tests.stack import Stack, running_stack

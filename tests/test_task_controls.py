@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from lomo.db.models import ModelStep
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import start_task, text, tool_use
 from tests.stack import Stack, running_stack

@@ -22,10 +22,10 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from lomo.db.models import Card, Event, MessageRow, Task
 from lomo.ids import new_id
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack

@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import select
 from temporalio.client import Client
 
-from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import ModelStep, ToolCall
+from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import last_tool_results, start_task, text, tool_use
 from tests.stack import Stack, running_stack

@@ -20,7 +20,6 @@ from lomo.events import append_event
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
 ITEM_STATUSES = ("open", "in_progress", "done", "blocked", "skipped")
-CLOSED = ("done", "skipped")
 MAX_ITEMS = 50
 
 

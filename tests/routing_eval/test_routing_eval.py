@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import func, select
 
 from activities.routing import RoutingActivities
-from llm.standin.model import OfflineModel, detect_language
 from lomo.db.engine import Database
 from lomo.db.models import Card, Task
 from lomo.settings import Settings
 from routing.deterministic import resolve_target
+from standin.model import OfflineModel, detect_language
 from tests.routing_eval.cases import CASES, THRESHOLDS, WORLDS, Case
 from tests.routing_eval.support import (
     NOW,

@@ -41,7 +41,7 @@ class ScriptedProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose in self.unscripted:
-            from llm.standin.model import OfflineModel
+            from standin.model import OfflineModel
 
             self.background.append(request)
             return await OfflineModel().complete(request)

@@ -1,8 +1,9 @@
 """The offline stand-in model: deterministic rules that drive the real runtime without a key.
 
 It reads only what a real model would read (the request), answers in the language of the
-person's own words, and uses the same tools as Claude would. The routing issue and the
-runtime issue extend its repertoire; what it covers now is listed in the README.
+person's own words, and uses the same tools as Claude would. Each purpose has its rules in
+a module beside this one (routing, extraction, summaries, the poster task, notes, the film);
+what it covers is listed in the README.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import json
 import re
 
-from llm.standin.film import film_step, is_film_task
-from llm.standin.notes import notes_of, notes_step
-from llm.standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 from llm.types import (
     Message,
     ModelRequest,
@@ -23,6 +21,9 @@ from llm.types import (
     Usage,
 )
 from routing.text import detect_language
+from standin.film import film_step, is_film_task
+from standin.notes import notes_of, notes_step
+from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 
 _IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
 _VIDEO = re.compile(r"\b(video|clip|animate|animiere)\b", re.IGNORECASE)
@@ -70,16 +71,16 @@ class OfflineModel:
         if request.purpose == "route":
             return self._route(request)
         if request.purpose == "summarize":
-            from llm.standin.summarize import summarize
+            from standin.summarize import summarize
 
             return summarize(request)
         if request.purpose == "summarize_episode":
-            from llm.standin.summarize import episode
+            from standin.summarize import episode
 
             return episode(request)
         if request.purpose == "extract":
             # Memory extraction rules live with the memory service.
-            from llm.standin.extract import offline_extract
+            from standin.extract import offline_extract
 
             return offline_extract(request)
         person = person_texts(request.messages)
@@ -98,8 +99,8 @@ class OfflineModel:
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:
-        # Routing rules live with the routing issue (llm/standin/router.py).
-        from llm.standin.router import route
+        # The routing rules: standin/router.py.
+        from standin.router import route
 
         return route(request)
 

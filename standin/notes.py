@@ -15,7 +15,6 @@ import json
 import re
 from typing import Any
 
-from llm.standin.film import text_reply, tool_call
 from llm.types import (
     Message,
     ModelRequest,
@@ -24,6 +23,7 @@ from llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from standin.film import text_reply, tool_call
 
 _NOTES = re.compile(r"\b(notes|notizen)\b", re.IGNORECASE)
 _IMAGE = re.compile(r"\b(image|picture|bild)\b", re.IGNORECASE)

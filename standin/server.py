@@ -376,6 +376,6 @@ def run(host: str, port: int) -> None:
     """Serve the stand-in with the offline model as responder."""
     import uvicorn
 
-    from llm.standin.model import OfflineModel
+    from standin.model import OfflineModel
 
     uvicorn.run(create_standin_app(OfflineModel().complete), host=host, port=port)
