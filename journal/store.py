@@ -215,20 +215,31 @@ class StepStore:
 
     async def finish_call(self, res: CallResult) -> tuple[bool, TurnFacts | None]:
         """Store the call's result (and its large output) unless an attempt stored its final
-        result first: (stored, the turn's facts when asked for). Not stored: this attempt's
-        result is dropped; read the journal's with `open_call`."""
-        keep = []
-        if res.output:
-            keep.append(Query(st.KEEP_OUTPUT, _output_values(res)))
+        result first: (stored, the turn's facts when asked for). Not stored: nothing of
+        this attempt is kept; read the journal's result with `open_call`."""
         values = {"p_id": res.call_id, "p_status": res.status, "p_result": res.record}
         store = Query(st.CALL_RESULT, {**values, "p_at": res.at})
         reads = _facts_reads(res.task_id) if res.turn_facts_for else []
-        async with self.backend.transaction() as batch:
-            got = await batch(*keep, store, *reads, commit=True)
-        stored = bool(got[len(keep)])
+        try:
+            async with self.backend.transaction() as batch:
+                if res.output:
+                    # The output only with the result: the commit waits for the verdict.
+                    got = await batch(store, Query(st.KEEP_OUTPUT, _output_values(res)), *reads)
+                    if not got[0]:
+                        raise _NotStored
+                else:
+                    got = await batch(store, *reads, commit=True)
+        except _NotStored:
+            return False, None
+        if not got[0]:
+            return False, None
         if not res.turn_facts_for:
-            return stored, None
-        return stored, turn_facts(_items(got[-2]), _cards(got[-1]), res.turn_facts_for)
+            return True, None
+        return True, turn_facts(_items(got[-2]), _cards(got[-1]), res.turn_facts_for)
+
+
+class _NotStored(Exception):
+    """Another attempt stored the call's final result first: roll this one back."""
 
 
 # --- reads and writes --------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_an_unchanged_copy_keeps_them(tmp_path: Path) -> None:
         ("llm/_probe.py", "def f():\n    from standin.model import OfflineModel", "the layers"),
         ("tools/_probe.py", "from workflows.types import StatusInput", "the layers"),
         ("money/_probe.py", "from routing.text import detect_language", "domain rooms"),
-        ("standin/_probe.py", "from journal.store import StepStore", "agent step"),
+        ("standin/_probe.py", "from context.types import StepData", "agent step"),
         ("sim/_probe.py", "from money.catalogue import CATALOGUE", "only the kernel"),
         ("web/_probe.py", "import lomo.ids", "imports nothing of ours"),
         ("api/_probe.py", "import sim.app", "Only the CLI"),

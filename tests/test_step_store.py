@@ -5,6 +5,7 @@ counted (one round trip each)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -29,6 +30,7 @@ from lomo.db.context import ToolOutput
 from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, Event, MessageRow, ModelStep, Task, ToolCall
 from lomo.db.query import Query, Rows
+from lomo.events import BELL
 from tests.runtime_support import add_message, new_user
 
 POLICY = ContextPolicy(segment_steps=4, recent_steps=2)
@@ -166,7 +168,12 @@ async def test_a_status_change_writes_its_event_once(db: Database) -> None:
     task_id = await _task(db, user, status="running")
     store = StepStore(db, POLICY)
     waiting = StatusChange(task_id, "waiting_user")
-    assert await store.write_status(waiting, clock.now())
+    bell = BELL.waiter(user)
+    try:
+        assert await store.write_status(waiting, clock.now())
+        await asyncio.wait_for(bell.wait(), 5)  # the person's streams are woken
+    finally:
+        BELL.forget(user, bell)
     assert not await store.write_status(waiting, clock.now())  # unchanged: no event
     # Guarded by the task's turn: a stale attempt's status changes nothing.
     stale = StatusChange(task_id, "running", only_at_turn=7)

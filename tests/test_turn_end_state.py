@@ -1,12 +1,11 @@
-"""The state the stop-check needs at a turn's end comes from the activity that ended the
-turn (issue 14: one local activity less per turn), and it is the state after that
-activity ran: a checkpoint the turn's one call created is asked about at once. When the
-verdict waits for the person, that activity also writes the "waiting_user" status (one
-more local activity less), and if something arrived while it ran the workflow goes on
-from the status it wrote.
+"""The facts the stop-check needs at a turn's end come from the activity that ended the
+turn (no separate read per turn), and they are the facts after that activity ran: a
+checkpoint the turn's one call created is asked about at once. The workflow alone decides
+how the turn ends and writes the status it decided: the activities only report facts, so
+a message that arrived while the last step ran simply starts the next turn.
 
-A step with parallel calls has no single last call: the turn's end reads the state with
-the `turn_state` activity, as before. Every history here is replayed.
+A step with parallel calls has no single last call: the turn's end reads the facts with
+the `turn_state` activity. Every history here is replayed.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
-from workflows.types import StatusInput, StepInput, TurnSnapshot
+from workflows.types import StatusInput, StepInput
 
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
 PLAN = {"add": [{"title": "Pick one", "requires_confirmation": True}]}
@@ -186,13 +185,12 @@ async def test_the_turns_running_status_is_written_by_its_first_step(
         await eventually(lambda: _statuses(st, tid, 3), within=60)
         # waiting (turn 1), then running and waiting (turn 2): the person sees the turn run
         assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
-        # ... with no status activity: the start rode on the turn's first step, the end on
-        # the step that ended the turn.
-        assert await _activity_runs(handle, "set_task_status") == 0
+        # The start rode on the turn's first step; each end the workflow wrote itself.
+        assert await _activity_runs(handle, "set_task_status") == 2
         await replay_and_maybe_record(temporal_client, handle.id, "turn_running_in_step")
 
 
-async def test_a_turn_ending_in_one_call_writes_its_waiting_status_in_the_call(
+async def test_a_turn_ending_in_one_call_is_ended_by_the_workflow(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
     note = {"name": "Sizes", "text": "A3 and A2"}
@@ -206,16 +204,16 @@ async def test_a_turn_ending_in_one_call_writes_its_waiting_status_in_the_call(
         await _waiting(handle)
         await eventually(lambda: _statuses(st, tid, 1), within=60)
         assert await _statuses(st, tid, 1) == ["waiting_user"]
-        assert await _activity_runs(handle, "set_task_status") == 0
+        assert await _activity_runs(handle, "set_task_status") == 1
         await replay_and_maybe_record(temporal_client, handle.id, "turn_end_status_in_call")
 
 
 async def test_a_message_arriving_while_the_last_step_runs_starts_the_next_turn(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
-    """The step that ends turn 1 decides "wait for the person" and writes it, but a message
-    arrives while it runs: the workflow's own verdict is the next turn, which must show
-    the person it runs again (the DB said "waiting_user") and read the message."""
+    """A message arrives while the step that ends turn 1 runs: the workflow's verdict is
+    the next turn, which reads the message; the person never sees the task wait between
+    the two turns."""
     gate = _Gate(text("Which size?"))
     provider = ScriptedProvider([gate.answer, text("A3 then.")], unscripted=UNSCRIPTED)
     async with running_stack(
@@ -228,15 +226,14 @@ async def test_a_message_arriving_while_the_last_step_runs_starts_the_next_turn(
         mid = await add_message(st.db, st.user_id, tid, "A3")
         await handle.execute_update("message", mid)
         gate.release.set()
-        await eventually(lambda: _statuses(st, tid, 3), within=60)
-        # Written by turn 1's step, by turn 2's first step and by turn 2's last step.
-        assert await _statuses(st, tid, 3) == ["waiting_user", "running", "waiting_user"]
         state = await _waiting(handle)
+        await eventually(lambda: _statuses(st, tid, 1), within=60)
+        assert await _statuses(st, tid, 1) == ["waiting_user"]  # only after turn 2
         assert state["turn"] == 2
         async with st.db.session() as s:
             seen = await s.scalar(select(MessageRow.processed_turn).where(MessageRow.id == mid))
         assert seen == 2
-        assert await _activity_runs(handle, "set_task_status") == 0
+        assert await _activity_runs(handle, "set_task_status") == 1
         await replay_and_maybe_record(temporal_client, handle.id, "turn_end_status_overtaken")
 
 
@@ -275,8 +272,8 @@ async def test_a_retried_step_or_a_stale_attempt_writes_no_status(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
     """A model step retried after it stored its decision does not write its turn's
-    "running" again (the log would flicker), and an ending activity's attempt that outlived
-    its turn does not write "waiting_user" over the next one."""
+    "running" again (the log would flicker), and a status attempt that outlived its turn
+    does not write "waiting_user" over the next one."""
     provider = ScriptedProvider([text("Which size?")] * 2, unscripted=UNSCRIPTED)
     async with (
         running_stack(
@@ -292,14 +289,13 @@ async def test_a_retried_step_or_a_stale_attempt_writes_no_status(
         async with st.db.session() as s:
             s.add(Task(id=tid, user_id=st.user_id, kind="persistent", status="waiting_user"))
         mid = await add_message(st.db, st.user_id, tid, "A3")
-        snap = TurnSnapshot("persistent", False, False, False, True, 0, 2, 0, [], [], [], 0, False)
         running = StatusInput(tid, "running", "", "persistent")
-        step = StepInput(tid, 1, 1, [mid], running, snap)
+        step = StepInput(tid, 1, 1, [mid], running, user_id=st.user_id)
         env = ActivityEnvironment()
         first = await env.run(acts["model_step"], step)
-        assert first.status_written == "waiting_user"
         again = await env.run(acts["model_step"], step)  # the retry of a stored step
-        assert again.status_written == "waiting_user"
+        assert first == again and first.turn_state is not None
+        await env.run(acts["set_task_status"], StatusInput(tid, "waiting_user", only_at_turn=1))
         assert await _statuses(st, tid, 1) == ["running", "waiting_user"]
         # Turn 2 runs; an attempt of turn 1's ending activity wakes up late.
         await env.run(acts["set_task_status"], StatusInput(tid, "running", only_before_turn=2))

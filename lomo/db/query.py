@@ -35,7 +35,13 @@ class Query:
 
 
 async def run(conn: AsyncSession | AsyncConnection, q: Query) -> Rows:
-    """The rows of `q` (a write's RETURNING rows; none without) through SQLAlchemy."""
+    """The rows of `q` (a write's RETURNING rows; none without) through SQLAlchemy. Through
+    a session on its connection, after flushing its pending changes: a Core statement, not
+    an ORM bulk operation."""
+    if isinstance(conn, AsyncSession):
+        if conn.new or conn.dirty or conn.deleted:
+            await conn.flush()
+        conn = await conn.connection()
     result = await conn.execute(q.stmt, q.params)
     if isinstance(result, CursorResult) and not result.returns_rows:
         return []
