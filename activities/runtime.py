@@ -12,6 +12,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.types import (
+    CardRef,
+    CardState,
+    CheckpointInput,
+    PlannedCall,
+    StatusInput,
+    StepDecision,
+    StepInput,
+    ToolInput,
+    ToolOutcome,
+    TurnState,
+    TurnStateInput,
+)
 from context.build import ContextExtras, build_context, context_reads
 from context.segments import ContextPolicy
 from journal.rows import TASK_HEAD, TaskHead, state_reads
@@ -53,19 +66,6 @@ from memory.context import (
 )
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import keep_outside, note_unloaded
-from workflows.types import (
-    CardRef,
-    CardState,
-    CheckpointInput,
-    PlannedCall,
-    StatusInput,
-    StepDecision,
-    StepInput,
-    ToolInput,
-    ToolOutcome,
-    TurnState,
-    TurnStateInput,
-)
 from workspace.notices import notice_read, notices_for_context
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.types import SegmentInput
 from context.segments import SUMMARIZE_RULES, ContextPolicy, seen_in, step_line
 from journal.rows import (
     load_messages,
@@ -28,7 +29,6 @@ from lomo.db.models import Task
 from lomo.heartbeat import heartbeating
 from memory.context import exclusions
 from tools.base import ToolDeps
-from workflows.types import SegmentInput
 
 log = logging.getLogger(__name__)
 

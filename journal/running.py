@@ -22,12 +22,12 @@ from datetime import datetime
 from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from activities.types import StatusInput
 from journal.statements import status_batch, write_status
 from lomo.db.engine import Database
 from lomo.db.hot import Bound, HotQuery
 from lomo.db.models import Task
 from lomo.events import ring_on_commit
-from workflows.types import StatusInput
 
 # A kind the workflow holds for a task whose stored status already said `running` (the
 # status write then changes nothing, and `write_status` would set the kind by itself).

@@ -16,6 +16,7 @@ from sqlalchemy import Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio.exceptions import ApplicationError
 
+from activities.types import TERMINAL_TASK_STATUSES, StatusInput, TurnSnapshot, TurnState
 from journal.rows import load_card_rows, load_item_rows
 from lomo import clock
 from lomo.db.hot import Bound, HotQuery, execute_all
@@ -23,12 +24,6 @@ from lomo.db.models import Card, MessageRow, ModelStep, Task, ToolCall
 from lomo.events import append_event, event_after, ring_on_commit
 from tools.checklist import CLOSED
 from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
-from workflows.types import (
-    TERMINAL_TASK_STATUSES,
-    StatusInput,
-    TurnSnapshot,
-    TurnState,
-)
 
 _MESSAGE_TEXTS = HotQuery(
     select(MessageRow.text).where(MessageRow.id.in_(bindparam("ids", expanding=True)))

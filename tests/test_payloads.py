@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from temporalio.converter import DataConverter
 
-import workflows.flow_types
+import activities.flow_types
+import activities.types
 import workflows.types
 from lomo.payloads import DATA_CONVERTER
 
@@ -46,7 +47,7 @@ def sample(hint: Any, depth: int = 0) -> Any:
 
 def workflow_dataclasses() -> list[type]:
     found = []
-    for module in (workflows.types, workflows.flow_types):
+    for module in (activities.types, activities.flow_types, workflows.types):
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
                 found.append(obj)

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import bindparam, select
 from temporalio.exceptions import ApplicationError
 
+from activities.types import StatusInput
 from journal.statements import (
     CALL_RESULT,
     LOCK_CALL,
@@ -28,7 +29,6 @@ from lomo.db.models import Card, Event, Task, ToolCall
 from lomo.events import BELL, append_event, event_batch
 from lomo.ids import new_id
 from tests.runtime_support import new_user
-from workflows.types import StatusInput
 
 
 async def _task(db: Database) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from temporalio.testing import ActivityEnvironment
 
 import lomo.db.hot as hot
 from activities.registry import build_activities
+from activities.types import StatusInput, StepInput
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.engine import Database
 from lomo.db.models import Event, Task
@@ -24,7 +25,6 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.models import ProfileSnapshot
 from tests.runtime_support import add_message, new_user, text
-from workflows.types import StatusInput, StepInput
 
 
 class _Counting:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from activities.types import TurnSnapshot, TurnState
 from workflows.stopcheck import TurnFacts, Verdict, end_facts, stop_check
-from workflows.types import TurnSnapshot, TurnState
 
 PLAN = TurnFacts(kind="persistent", checklist_total=4, checklist_open=2)
 

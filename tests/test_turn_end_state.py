@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
+from activities.types import StatusInput, StepInput, TurnSnapshot
 from llm.standin.scripted import ScriptedProvider
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from lomo.db.models import Card, Event, MessageRow, Task
@@ -29,7 +30,6 @@ from lomo.ids import new_id
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
-from workflows.types import StatusInput, StepInput, TurnSnapshot
 
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
 PLAN = {"add": [{"title": "Pick one", "requires_confirmation": True}]}

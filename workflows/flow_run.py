@@ -20,11 +20,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
-    from flows.graph import descendants, ready_nodes
-    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
-    from workflows.flow_types import (
+    from activities.flow_types import (
         CloseInput,
-        FlowEvent,
         FlowGraph,
         FlowPlan,
         FlowRunInput,
@@ -32,7 +29,10 @@ with workflow.unsafe.imports_passed_through():
         NodeOutcome,
         RunResult,
     )
-    from workflows.types import GenerationEvent, OrderRef, OrderState
+    from activities.types import OrderRef, OrderState
+    from flows.graph import descendants, ready_nodes
+    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
+    from workflows.types import FlowEvent, GenerationEvent
 
 FLOW_KEY = SearchAttributeKey.for_keyword("LomoFlowId")
 FLOW_STATUS_KEY = SearchAttributeKey.for_keyword("LomoFlowStatus")

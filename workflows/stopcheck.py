@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workflows.types import TurnSnapshot, TurnState
+from activities.types import TurnSnapshot, TurnState
 
 
 @dataclass

@@ -18,21 +18,21 @@ from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.flow_types import FlowRunInput
-    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
-    from workflows.types import (
+    from activities.flow_types import FlowRunInput
+    from activities.types import (
         CardRef,
         CheckpointInput,
         SegmentInput,
         StatusInput,
         StepDecision,
         StepInput,
-        TaskInput,
         ToolInput,
         ToolOutcome,
         TurnState,
         TurnStateInput,
     )
+    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
+    from workflows.types import TaskInput
 
 from workflows.task_inputs import TaskInputs
 from workflows.task_state import (

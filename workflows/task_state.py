@@ -14,14 +14,9 @@ from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.types import StatusInput, TurnSnapshot, TurnState
     from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY
-    from workflows.types import (
-        InboxEntry,
-        StatusInput,
-        TaskInput,
-        TurnSnapshot,
-        TurnState,
-    )
+    from workflows.types import InboxEntry, TaskInput
 
 STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
 KIND_KEY = SearchAttributeKey.for_keyword("LomoTaskKind")

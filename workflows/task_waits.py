@@ -9,8 +9,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.types import OrderRef, OrderState
     from workflows.common import card_unanswered
-    from workflows.types import OrderRef, OrderState
 
 from workflows.task_state import (
     FINAL_ORDER,
