@@ -25,13 +25,12 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.memory import MemoryActivities
     from memory.types import (
         CorrectInput,
         CorrectOutput,
         ExtractInput,
-        ExtractOutput,
         ForgetInput,
-        ForgetOutput,
         MemoryInput,
         MemoryJob,
     )
@@ -194,29 +193,29 @@ class MemoryWorkflow:
             maximum_interval=timedelta(seconds=30),
             maximum_attempts=inp.activity_attempts,
         )
-        opts: dict[str, Any] = {
-            "start_to_close_timeout": timedelta(minutes=2),
-            "retry_policy": retry,
-        }
+        timeout = timedelta(minutes=2)
         try:
             if job.kind == "extract":
-                await workflow.execute_activity(
-                    "memory_extract",
+                await workflow.execute_activity_method(
+                    MemoryActivities.extract,
                     ExtractInput(user_id, job.ref),
-                    result_type=ExtractOutput,
-                    **opts,
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
                 )
             elif job.kind == "forget":
-                await workflow.execute_activity(
-                    "memory_forget", ForgetInput(user_id, job.ref), result_type=ForgetOutput, **opts
+                await workflow.execute_activity_method(
+                    MemoryActivities.forget,
+                    ForgetInput(user_id, job.ref),
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
                 )
                 self._record("forget", job.ref, "forgotten", ok=True)
             else:
-                out = await workflow.execute_activity(
-                    "memory_correct",
+                out = await workflow.execute_activity_method(
+                    MemoryActivities.correct,
                     CorrectInput(user_id, job.ref),
-                    result_type=CorrectOutput,
-                    **opts,
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
                 )
                 self._record("correct", job.ref, out, ok=True)
         except ActivityError as e:

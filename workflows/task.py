@@ -19,21 +19,21 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.flow_types import FlowRunInput
+    from activities.runtime import RuntimeActivities
+    from activities.segments import SegmentActivities
     from activities.types import (
-        CardRef,
         CheckpointInput,
         SegmentInput,
         StatusInput,
-        StepDecision,
         StepInput,
         ToolInput,
-        ToolOutcome,
         TurnState,
         TurnStateInput,
     )
     from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
     from workflows.types import TaskInput
 
+from workflows.flow_run import FlowRunWorkflow
 from workflows.task_inputs import TaskInputs
 from workflows.task_state import (
     DB_TIMEOUT,
@@ -138,8 +138,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         self._progress, self._asked, self._exhausted = False, False, True
         for step in range(1, self.inp.max_steps_per_turn + 1):
             consumed = [e.message_id for e in self.inbox]
-            decision: StepDecision = await workflow.execute_activity(
-                "model_step",
+            decision = await workflow.execute_activity_method(
+                RuntimeActivities.model_step,
                 StepInput(
                     self.inp.task_id,
                     self.turn,
@@ -149,7 +149,6 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                     self._end_snapshot(unseen=0),
                     self.inp.user_id,
                 ),
-                result_type=StepDecision,
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
                 retry_policy=RETRY,
@@ -189,10 +188,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> None:
         assert self.inp is not None
         end = self._end_snapshot() if ends_turn else None
-        outcome: ToolOutcome = await workflow.execute_activity(
-            "run_tool",
+        outcome = await workflow.execute_activity_method(
+            RuntimeActivities.run_tool,
             ToolInput(self.inp.task_id, call_id, ends_turn, end, name),
-            result_type=ToolOutcome,
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
@@ -214,7 +212,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         it signals `flow_event` back when it ends or needs the person."""
         try:
             await workflow.start_child_workflow(
-                "FlowRunWorkflow",
+                FlowRunWorkflow.run,
                 FlowRunInput(run_id),
                 id=f"flowrun:{run_id}",
                 parent_close_policy=ParentClosePolicy.ABANDON,
@@ -225,8 +223,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _summarize(self, segment: int) -> None:
         assert self.inp is not None
         try:
-            await workflow.execute_activity(
-                "summarize_segment",
+            await workflow.execute_activity_method(
+                SegmentActivities.summarize_segment,
                 SegmentInput(self.inp.task_id, segment),
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
@@ -288,10 +286,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 progress = True
                 continue
             if verdict.action == "checkpoint":
-                card: CardRef = await workflow.execute_activity(
-                    "create_checkpoint_card",
+                card = await workflow.execute_activity_method(
+                    RuntimeActivities.create_checkpoint_card,
                     CheckpointInput(self.inp.task_id, state.checkpoint_due),
-                    result_type=CardRef,
                     start_to_close_timeout=DB_TIMEOUT,
                     retry_policy=RETRY,
                 )
@@ -329,7 +326,6 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     async def _turn_state(self) -> TurnState:
         assert self.inp is not None
-        state: TurnState = await self._db_activity(
-            "turn_state", TurnStateInput(self.inp.task_id, self.turn), TurnState
+        return await self._db_activity(
+            RuntimeActivities.turn_state, TurnStateInput(self.inp.task_id, self.turn)
         )
-        return state

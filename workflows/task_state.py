@@ -6,17 +6,22 @@ the DB. `_carry` is what `continue_as_new` takes along, `_restore` reads it back
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.runtime import RuntimeActivities
     from activities.types import StatusInput, TurnSnapshot, TurnState
     from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY
     from workflows.types import InboxEntry, TaskInput
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
 KIND_KEY = SearchAttributeKey.for_keyword("LomoTaskKind")
@@ -75,26 +80,25 @@ class TaskState:
         assert self.inp is not None
         self._upsert(status, waiting)
         await self._db_activity(
-            "set_task_status", StatusInput(self.inp.task_id, status, reason, self.kind)
+            RuntimeActivities.set_task_status,
+            StatusInput(self.inp.task_id, status, reason, self.kind),
         )
 
-    async def _db_activity(self, name: str, arg: Any, result_type: type | None = None) -> Any:
+    async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
         """A short DB-only activity. Since the patch below it runs as a local activity: no
         activity task round trip through the server, only a marker in history (a step of
         the agent-step bench went from 5 server activities to 2). Histories recorded
         before it replay the old way."""
         if workflow.patched(LOCAL_DB_PATCH):
-            return await workflow.execute_local_activity(
-                name,
+            return await workflow.execute_local_activity_method(
+                fn,
                 arg,
-                result_type=result_type,
                 start_to_close_timeout=DB_TIMEOUT,
                 retry_policy=RETRY,
             )
-        return await workflow.execute_activity(
-            name,
+        return await workflow.execute_activity_method(
+            fn,
             arg,
-            result_type=result_type,
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=RETRY,
         )
