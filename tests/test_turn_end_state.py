@@ -1,12 +1,12 @@
 """The state the stop-check needs at a turn's end comes from the activity that ended the
-turn (issue 14: one local activity less per turn), and it is the state after that
-activity ran: a checkpoint the turn's one call created is asked about at once. When the
-verdict waits for the person, that activity also writes the "waiting_user" status (one
-more local activity less), and if something arrived while it ran the workflow goes on
-from the status it wrote.
+turn (no `turn_state` activity per turn), and it is the state after that activity ran: a
+checkpoint the turn's one call created is asked about at once. When the verdict waits for
+the person, that activity also writes the "waiting_user" status (no status activity
+either), and if something arrived while it ran the workflow goes on from the status it
+wrote.
 
 A step with parallel calls has no single last call: the turn's end reads the state with
-the `turn_state` activity, as before. Every history here is replayed.
+the `turn_state` activity. Every history here is replayed.
 """
 
 from __future__ import annotations

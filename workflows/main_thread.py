@@ -62,9 +62,8 @@ class MainThreadWorkflow:
                 self.pending.pop(0)
                 continue
             # A repeat (the api handed the same message over again after a retry) was
-            # handed over by the activity that routed it first: never twice. Old histories
-            # have no repeats, so they replay unchanged.
-            if not (plan.repeat and workflow.patched("route-repeat-not-handed-twice")):
+            # handed over by the activity that routed it first: never twice.
+            if not plan.repeat:
                 await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
             self.pending.pop(0)
 

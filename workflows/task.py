@@ -45,14 +45,6 @@ from workflows.task_state import (
 )
 from workflows.task_waits import TaskWaits
 
-SEGMENT_PATCH = "segment-summaries"
-# The activity that ends a turn (the model step without calls, or the turn's one call)
-# returns the turn's state: no separate `turn_state` activity at the end of every turn.
-TURN_STATE_PATCH = "turn-state-from-last-activity"
-# The turn's first model step writes its "running" status (one activity less per turn).
-RUNNING_IN_STEP_PATCH = "running-status-in-model-step"
-# The search attribute shows a turn `running` only once it has run for a while (below).
-RUNNING_LATER_PATCH = "running-search-attribute-after-delay"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -63,8 +55,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     def __init__(self, inp: TaskInput) -> None:
         super().__init__()
         # Restored before any handler runs: an update can be handled in a run's first
-        # workflow task, before `run` starts, and a continued run answered a message from
-        # the defaults (`running`, nothing read yet) instead of the carried state.
+        # workflow task, before `run` starts, and must see the carried state (status,
+        # messages read), not the defaults.
         self._restore(inp)
 
     @workflow.run
@@ -100,23 +92,17 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _turn(self) -> None:
         assert self.inp is not None
         self.wake = False
+        # The turn's first model step writes the "running" status: no status activity.
         running: StatusInput | None = None
         if self.status != "running":
-            if workflow.patched(RUNNING_IN_STEP_PATCH):
-                if not workflow.patched(RUNNING_LATER_PATCH):
-                    self._upsert("running")
-                self.status = "running"
-                running = StatusInput(self.inp.task_id, "running", "", self.kind)
-            else:
-                await self._set_status("running")
+            self.status = "running"
+            running = StatusInput(self.inp.task_id, "running", "", self.kind)
         self.turn += 1
         # The search attribute follows after `running_visible_seconds`, from a timer: an
-        # upsert sent with the model step's scheduling held the step back by its visibility
-        # write (0.09x of the agent-step bench, issue 14), and a turn shorter than that is
-        # neither parked nor stuck. Only new histories start the timer (old ones upserted
-        # above, so their attribute already says running).
+        # upsert sent with the model step's scheduling would hold the step back by its
+        # visibility write, and a turn shorter than that is neither parked nor stuck.
         show = None
-        if self._shown != "running" and workflow.patched(RUNNING_LATER_PATCH):
+        if self._shown != "running":
             show = asyncio.create_task(self._show_running_later(self.turn))
         try:
             await self._steps(running)
@@ -171,7 +157,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._call(cid, ends_with, c.name)
                 for cid, c in zip(call_ids, decision.calls, strict=True)
             ]
-            if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
+            if decision.segment_closed >= 0:
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
             await asyncio.gather(*work)
@@ -236,16 +222,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     # --- after a turn: the stop-check and the waits it decides -------------------------
     async def _after_turn(self) -> None:
         assert self.inp is not None
-        # Checked only when an activity returned the state, so a history recorded before
-        # the patch (which ran `turn_state` here) replays the old way.
-        if self._end_state is not None and workflow.patched(TURN_STATE_PATCH):
-            state = self._end_state
-        else:
-            state = await self._turn_state()
+        # The activity that ended the turn (the model step without calls, or the turn's one
+        # call) returned the turn's state; after parallel calls, or a rerun of confirmed
+        # calls, no single activity ran last and `turn_state` reads it.
+        state = self._end_state if self._end_state is not None else await self._turn_state()
         self._end_state = None
-        # The status the turn's last activity wrote, if its verdict waited for the person.
-        # Read from the activity's recorded result: a history from before it replays the
-        # old way (no status written, the status activity runs).
+        # The status the turn's last activity wrote, if its verdict waited for the person
+        # ("": none, the status activity runs if the verdict needs one).
         written, self._written = self._written, ""
         before = self.idle_turns
         progress = self._progress or state.progress

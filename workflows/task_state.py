@@ -31,8 +31,6 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime("LomoWaitingSince")
 MODEL_TIMEOUT = timedelta(minutes=5)
 TOOL_TIMEOUT = timedelta(minutes=2)
 WAITING_STATUSES = ("waiting_generation", "waiting_user", "paused")
-LOCAL_DB_PATCH = "local-db-activities"
-CONSUMED_PATCH = "consumed-message-not-read-twice"
 # How many consumed message ids a task remembers (and carries across continue-as-new). A
 # consumed id comes back only from a hand-off that read the message as not yet arrived just
 # before the task read it (the relay's round, a client's retry, the api's fallback through
@@ -66,7 +64,7 @@ class TaskState:
         self.idle_turns = 0
         self._model_turn = False
         self._progress = self._asked = self._exhausted = False
-        # The turn's state as read by the activity that ended it (see TURN_STATE_PATCH).
+        # The turn's state as read by the activity that ended it (TaskWorkflow._after_turn).
         self._end_state: TurnState | None = None
         self._written = ""  # the status that activity wrote for the turn's end
         self._end_kind = ""  # the kind in the snapshot that activity was given
@@ -85,22 +83,10 @@ class TaskState:
         )
 
     async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
-        """A short DB-only activity. Since the patch below it runs as a local activity: no
-        activity task round trip through the server, only a marker in history (a step of
-        the agent-step bench went from 5 server activities to 2). Histories recorded
-        before it replay the old way."""
-        if workflow.patched(LOCAL_DB_PATCH):
-            return await workflow.execute_local_activity_method(
-                fn,
-                arg,
-                start_to_close_timeout=DB_TIMEOUT,
-                retry_policy=RETRY,
-            )
-        return await workflow.execute_activity_method(
-            fn,
-            arg,
-            start_to_close_timeout=DB_TIMEOUT,
-            retry_policy=RETRY,
+        """A short DB-only activity, run as a local activity: no activity task round trip
+        through the server, only a marker in history."""
+        return await workflow.execute_local_activity_method(
+            fn, arg, start_to_close_timeout=DB_TIMEOUT, retry_policy=RETRY
         )
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
@@ -121,9 +107,8 @@ class TaskState:
         if any(e.message_id == message_id for e in self.inbox):
             return
         # A message the task already read, handed over again, is not read a second time
-        # (a second turn for one message). Histories from before the patch replay as they
-        # ran; the patch is asked only for such a repeat, so no other history changes.
-        if message_id in self.consumed and workflow.patched(CONSUMED_PATCH):
+        # (a second turn for one message).
+        if message_id in self.consumed:
             return
         self.inbox.append(InboxEntry(message_id, workflow.now().isoformat()))
 

@@ -35,8 +35,7 @@ class TaskInput:
     answered_cards: list[str] = field(default_factory=list)
     idle_turns: int = 0
     stop_reason: str = ""
-    # Ids the task already read (bounded, see CONSUMED_KEPT); a default, so inputs carried
-    # before it existed still decode.
+    # Ids the task already read (bounded, see CONSUMED_KEPT).
     consumed_messages: list[str] = field(default_factory=list)
     # How long a turn runs before the search attribute shows it `running` (workflows/task.py).
     running_visible_seconds: float = 2.0
@@ -46,24 +45,6 @@ class TaskInput:
 class MainThreadInput:
     user_id: str
     pending_message_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RouteInput:
-    user_id: str
-    message_id: str
-
-
-@dataclass
-class RouteDecision:
-    decision: str  # answer | lightweight | existing | new | clarify
-    task_id: str | None = None
-    kind: str | None = None
-    max_steps_per_turn: int = 8
-    generation_wait_seconds: float = 60.0
-    max_turns_without_progress: int = 2
-    card_wait_seconds: float = 300.0
-    heartbeat_timeout_seconds: float = 30.0
 
 
 @dataclass
