@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
 
-from activities import generation
 from activities.generation import GenerationActivities
 from activities.types import OrderRef
 from api.routes import callbacks
@@ -22,6 +21,7 @@ from lomo.db.models import GenerationOrder
 from tests.stack import running_stack
 from tests.test_money import Money, money_env
 from tests.test_slice import run_cat_slice
+from tools import generation
 from tools.base import ToolResult
 
 
