@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from activities.flow_types import FlowPlan, NodeOutcome
 from flows import runs
 from flows.graph import PAID, Nodes, digest
 from flows.models import FlowRun, FlowRunNode
@@ -15,7 +16,6 @@ from lomo.db.models import ObjectVersion
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from money.catalogue import validate_request
-from workflows.flow_types import FlowPlan, NodeOutcome
 from workspace.errors import Deleted
 from workspace.store import get_version
 

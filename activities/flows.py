@@ -28,7 +28,17 @@ from activities.flow_rows import (
     plan_of,
     price_of,
 )
+from activities.flow_types import (
+    CloseInput,
+    FlowGraph,
+    FlowPlan,
+    FlowRunInput,
+    NodeInput,
+    NodeOutcome,
+    RunResult,
+)
 from activities.generation import GenerationActivities
+from activities.types import OrderRef
 from flows import runs
 from flows.errors import FlowError
 from flows.graph import (
@@ -51,16 +61,6 @@ from money.orders import NeedsConfirmation, OrderRequest, Refused, place_order
 from money.policy import authorize
 from tools.base import ToolDeps
 from tools.generation import submit_order
-from workflows.flow_types import (
-    CloseInput,
-    FlowGraph,
-    FlowPlan,
-    FlowRunInput,
-    NodeInput,
-    NodeOutcome,
-    RunResult,
-)
-from workflows.types import OrderRef
 from workspace.errors import Deleted
 
 

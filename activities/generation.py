@@ -7,6 +7,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.types import OrderRef, OrderState
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
 from money.orders import (
@@ -18,7 +19,6 @@ from money.orders import (
 )
 from tools.base import ToolDeps
 from tools.generation import MEDIA, fail, job_request, keep_job_id, now, post_job, refused
-from workflows.types import OrderRef, OrderState
 from workspace.store import create_asset
 
 

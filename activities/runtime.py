@@ -11,14 +11,27 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
+from journal.running import ShowRunning
 from sqlalchemy.exc import IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.types import (
+    CardRef,
+    CardState,
+    CheckpointInput,
+    PlannedCall,
+    StatusInput,
+    StepDecision,
+    StepInput,
+    ToolInput,
+    ToolOutcome,
+    TurnState,
+    TurnStateInput,
+)
 from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
-from journal.running import ShowRunning
 from journal.store import StepStore
 from journal.types import (
     CallResult,
@@ -38,19 +51,6 @@ from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
-from workflows.types import (
-    CardRef,
-    CardState,
-    CheckpointInput,
-    PlannedCall,
-    StatusInput,
-    StepDecision,
-    StepInput,
-    ToolInput,
-    ToolOutcome,
-    TurnState,
-    TurnStateInput,
-)
 
 log = logging.getLogger(__name__)
 FINAL_CALL = ("done", "error", "outcome_unknown")

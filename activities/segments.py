@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.types import SegmentInput
 from context.segments import SUMMARIZE_RULES, ContextPolicy, seen_in, step_line
 from journal.store import StepStore
 from llm.types import Message, ModelProvider, ModelRequest, SystemBlock, TextBlock
@@ -23,7 +24,6 @@ from lomo.db.context import ContextSegment
 from lomo.db.models import Task
 from lomo.heartbeat import heartbeating
 from tools.base import ToolDeps
-from workflows.types import SegmentInput
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from activities.flow_types import FlowRunInput
 from api.dispatch import workflow_gone
 from flows.graph import run_of_call
 from lomo.db.models import Card
 from lomo.errors import Conflict
 from lomo.settings import Settings
 from workflows.flow_run import FlowRunWorkflow
-from workflows.flow_types import FlowRunInput
 from workflows.types import GenerationEvent
 
 # How long a resume waits for the previous attempt's execution to finish its last steps.

@@ -17,8 +17,7 @@ class RouteRequest:
 
 @dataclass
 class RoutePlan:
-    """What the main thread does next. The field names up to `generation_wait_seconds`
-    match RouteDecision, so recorded histories decode into this type."""
+    """What the main thread does next."""
 
     decision: str  # answer | lightweight | existing | new | clarify
     task_id: str | None = None

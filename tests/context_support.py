@@ -26,6 +26,7 @@ from activities.memory import MemoryActivities
 from activities.registry import build_tools
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
+from activities.types import SegmentInput, StepInput, ToolInput
 from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from journal.store import StepStore
@@ -45,7 +46,6 @@ from tests.helpers import ThreadServer
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult
 from vectors.edge import EdgeVectorIndex
 from vectors.embeddings import FakeEmbedder
-from workflows.types import SegmentInput, StepInput, ToolInput
 from workspace.blobs import AssetStore
 from workspace.writes import write_object
 

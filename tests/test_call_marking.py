@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
+from activities.types import ToolInput
 from cli.worker import make_worker
 from llm.types import ModelResponse, TextBlock, ToolSpec, ToolUseBlock, Usage
 from lomo.db.context import ToolOutput
@@ -30,7 +31,6 @@ from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import new_user, start_task, text
 from tools.base import Tool, ToolCallContext, ToolResult
-from workflows.types import ToolInput
 
 
 class Probe(Tool):

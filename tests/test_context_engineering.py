@@ -15,6 +15,7 @@ import httpx
 from sqlalchemy import select
 from temporalio.client import Client
 
+from activities.types import SegmentInput
 from api.app import create_app
 from context.segments import ContextPolicy, step_line
 from lomo.db.context import ContextSegment, ToolOutput
@@ -31,7 +32,6 @@ from tests.context_support import (
 )
 from tests.helpers import ThreadServer
 from tools.context import PREVIEW_CHARS
-from workflows.types import SegmentInput
 
 TURN, SEGMENT, RECENT, STEPS = 6, 5, 4, 46  # the last step closes no segment
 EXPORT_AT, MEMORY_AT, EDIT_AT, PROFILE_AT = (5, 30), 13, 20, 24

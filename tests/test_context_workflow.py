@@ -1,7 +1,7 @@
 """Segment summaries through the real TaskWorkflow on a worker: the step that closes a
-segment starts `summarize_segment` beside its tool calls (patched 'segment-summaries'), each
-segment is summarized once, and the history replays (recorded as tests/histories/
-task_segments.json with LOMO_RECORD_HISTORIES=1)."""
+segment starts `summarize_segment` beside its tool calls, each segment is summarized once,
+and the history replays (recorded as tests/histories/task_segments.json with
+LOMO_RECORD_HISTORIES=1)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 the person sends a storyboard; the agent writes it as a document, builds the flow
 (storyboard → six shots → six clips, music → edit) and runs it; one price card for the
 whole film; the run produces fourteen paid results in dependency order; the task is woken
-when the card is due and when the film is finished, and says where it is."""
+when the card is due and when the film is finished, and says where it is. Both histories
+replay (recorded as tests/histories/task_film*.json and flow_film_task*.json: the task
+starting its run as a child, the run signalling the task)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from temporalio.client import Client
 from lomo.db.models import GenerationOrder
 from tests.flow_support import wait_status
 from tests.helpers import eventually
+from tests.runtime_support import replay_and_maybe_record
 from tests.stack import Stack, running_stack
 
 STORYBOARD = (
@@ -87,3 +90,5 @@ async def test_short_film_from_a_storyboard(
         assert len(orders) == 14 and all(o.status == "succeeded" for o in orders)
         r = await st.api.get("/v1/cards", params={"task_id": task_id}, headers=st.auth)
         assert [c["kind"] for c in r.json()["cards"]].count("price") == 1
+        await replay_and_maybe_record(temporal_client, f"task:{task_id}", "task_film")
+        await replay_and_maybe_record(temporal_client, f"flowrun:{run_id}", "flow_film_task")

@@ -14,15 +14,15 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
 
-from activities import generation
 from activities.generation import GenerationActivities
+from activities.types import OrderRef
 from api.routes import callbacks
 from lomo.db.models import GenerationOrder
 from tests.stack import running_stack
 from tests.test_money import Money, money_env
 from tests.test_slice import run_cat_slice
+from tools import generation
 from tools.base import ToolResult
-from workflows.types import OrderRef
 
 
 def _outage(what: str) -> OperationalError:

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import func, select
 
 from activities.generation import GenerationActivities
+from activities.types import OrderRef
 from api.app import create_app
 from lomo.auth import create_user
 from lomo.db.engine import Database
@@ -31,7 +32,6 @@ from sim.app import create_app as create_sim
 from tests.helpers import ThreadServer, eventually, free_port
 from tools.base import ToolCallContext, ToolDeps, ToolResult
 from tools.generation import GenerateTool, RequestBudgetTool
-from workflows.types import OrderRef
 from workspace.store import AssetStore
 
 

@@ -16,14 +16,14 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from activities import generation
 from activities.generation import GenerationActivities
+from activities.types import OrderRef
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder
 from tests.test_money import Money, money_env
+from tools import generation
 from tools.base import ToolCallContext
 from tools.generation import GenerateTool
-from workflows.types import OrderRef
 
 
 class Killed(BaseException):

@@ -1,6 +1,6 @@
 """A turn shows as `running` in the LomoTaskStatus search attribute once it has run for
-`running_visible_seconds`, from a timer the turn cancels when it ends first (issue 14: an
-upsert sent with the model step's scheduling held the step back by its visibility write).
+`running_visible_seconds`, from a timer the turn cancels when it ends first (an upsert sent
+with the model step's scheduling would hold the step back by its visibility write).
 The person's status is unchanged: the turn's first step writes `running` at once. Every
 history here is replayed."""
 

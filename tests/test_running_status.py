@@ -15,13 +15,13 @@ from sqlalchemy import select
 from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
+from activities.types import StatusInput, StepInput
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.engine import Database
 from lomo.db.models import Event, Task
 from lomo.ids import new_id
 from lomo.settings import Settings
 from tests.runtime_support import add_message, new_user, text
-from workflows.types import StatusInput, StepInput
 
 
 async def _status(db: Database, task_id: str) -> str:

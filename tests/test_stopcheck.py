@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.stopcheck import TurnFacts, Verdict, end_facts, stop_check
-from workflows.types import TurnSnapshot, TurnState
+from activities.types import TurnState
+from workflows.stopcheck import TurnFacts, TurnSnapshot, Verdict, end_facts, stop_check
 
 PLAN = TurnFacts(kind="persistent", checklist_total=4, checklist_open=2)
 
@@ -81,66 +81,8 @@ def test_invariants(f: TurnFacts) -> None:
         assert v.action == "wait_jobs"  # waiting on a job is parked, never idle
 
 
-ORDERS, CARDS = ["o1", "o2", "o3"], ["c1", "c2", "c3"]
-
-
-@st.composite
-def turn_ends(draw: st.DrawFn) -> tuple[TurnSnapshot, TurnState, bool, str | None, str | None]:
-    known = draw(st.lists(st.sampled_from(ORDERS), unique=True))
-    snap = TurnSnapshot(
-        kind=draw(st.sampled_from(["lightweight", "persistent"])),
-        stop_requested=draw(st.booleans()),
-        paused=draw(st.booleans()),
-        progress=draw(st.booleans()),
-        model_turn=draw(st.booleans()),
-        idle_turns=draw(st.integers(0, 3)),
-        max_idle_turns=draw(st.integers(1, 3)),
-        open_orders=draw(st.integers(0, len(known))),
-        known_orders=known,
-        open_cards=draw(st.lists(st.sampled_from(CARDS), unique=True)),
-        answered=draw(st.lists(st.sampled_from(CARDS), unique=True)),
-        inbox=draw(st.integers(0, 1)),
-        asked_person=draw(st.booleans()),
-    )
-    state = TurnState(
-        checklist_total=draw(st.integers(0, 3)),
-        checklist_open=draw(st.integers(0, 3)),
-        blocked=draw(st.sampled_from(["", "x"])),
-        checkpoint_due=draw(st.sampled_from(["", "chk"])),
-        progress=draw(st.booleans()),
-        open_cards=draw(st.lists(st.sampled_from(CARDS), unique=True)),
-    )
-    made = draw(st.booleans())
-    order = draw(st.sampled_from([None, *ORDERS]))
-    card = draw(st.sampled_from([None, *CARDS]))
-    return snap, state, made, order, card
-
-
-@given(turn_ends())
-def test_the_activity_and_the_workflow_reach_the_same_facts(
-    end: tuple[TurnSnapshot, TurnState, bool, str | None, str | None],
-) -> None:
-    """The call that ends a turn builds the facts from the workflow's snapshot plus its own
-    outcome; the workflow builds them after applying that outcome to its state (as
-    `TaskWorkflow._call` does). Same facts, so the status the call wrote is the verdict's."""
-    snap, state, made, order, card = end
-    by_activity = end_facts(snap, state, progress=made, new_order=order, new_card=card)
-    new = order is not None and order not in snap.known_orders
-    applied = replace(
-        snap,
-        progress=snap.progress or made,
-        known_orders=[*snap.known_orders, *([order] if new and order else [])],
-        open_orders=snap.open_orders + new,
-        open_cards=list(dict.fromkeys([*snap.open_cards, *([card] if card else [])])),
-    )
-    workflow_progress = applied.progress or state.progress
-    by_workflow = end_facts(applied, state, progress=workflow_progress)
-    assert by_activity == by_workflow
-    assert stop_check(by_activity) == stop_check(by_workflow)
-
-
 def test_idle_turns_count_only_model_turns_without_progress() -> None:
-    base = TurnSnapshot("persistent", False, False, False, True, 1, 2, 0, [], [], [], 0, False)
+    base = TurnSnapshot("persistent", False, False, False, True, 1, 2, 0, [], [], 0, False)
     assert end_facts(base, TurnState(), progress=False).idle_turns == 2
     assert end_facts(base, TurnState(), progress=True).idle_turns == 0
     assert end_facts(base, TurnState(progress=True), progress=False).idle_turns == 0

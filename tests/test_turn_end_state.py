@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
 from activities.registry import build_activities
+from activities.types import StatusInput, StepInput
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from lomo.db.models import Card, Event, MessageRow, Task
 from lomo.ids import new_id
@@ -28,7 +29,6 @@ from standin.scripted import ScriptedProvider
 from tests.helpers import eventually
 from tests.runtime_support import add_message, replay_and_maybe_record, start_task, text
 from tests.stack import Stack, running_stack
-from workflows.types import StatusInput, StepInput
 
 UNSCRIPTED = ("extract", "summarize", "summarize_episode", "route")
 PLAN = {"add": [{"title": "Pick one", "requires_confirmation": True}]}

@@ -9,7 +9,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.types import CardRef, CardState
+    from activities.runtime import RuntimeActivities
+    from activities.types import CardRef
 
 DB_TIMEOUT = timedelta(seconds=30)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
@@ -19,10 +20,9 @@ FINAL_ORDER = ("succeeded", "failed")
 async def card_unanswered(card_id: str) -> bool:
     """Ask the DB (an activity) whether the card is still unanswered: the signal that
     would have said so may have been lost while no worker ran."""
-    st: CardState = await workflow.execute_activity(
-        "card_state",
+    st = await workflow.execute_activity_method(
+        RuntimeActivities.card_state,
         CardRef(card_id),
-        result_type=CardState,
         start_to_close_timeout=DB_TIMEOUT,
         retry_policy=RETRY,
     )

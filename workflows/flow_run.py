@@ -13,6 +13,7 @@ node ids and statuses only.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -20,19 +21,24 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
-    from flows.graph import descendants, ready_nodes
-    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
-    from workflows.flow_types import (
+    from activities.flow_types import (
         CloseInput,
-        FlowEvent,
-        FlowGraph,
         FlowPlan,
         FlowRunInput,
         NodeInput,
         NodeOutcome,
         RunResult,
     )
-    from workflows.types import GenerationEvent, OrderRef, OrderState
+    from activities.flows import FlowActivities
+    from activities.generation import GenerationActivities
+    from activities.types import OrderRef
+    from flows.graph import descendants, ready_nodes
+    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
+    from workflows.types import FlowEvent, GenerationEvent
+
+# The task's signal is declared on its inputs' mixin: TaskWorkflow itself (workflows/task.py)
+# starts this workflow as a child, so importing it here would be a cycle.
+from workflows.task_inputs import TaskInputs
 
 FLOW_KEY = SearchAttributeKey.for_keyword("LomoFlowId")
 FLOW_STATUS_KEY = SearchAttributeKey.for_keyword("LomoFlowStatus")
@@ -122,20 +128,18 @@ class FlowRunWorkflow:
         stuck = sorted((descendants(edges, failed) - done) & set(edges))
         for nid in stuck:
             self.nodes[nid] = "blocked"
-        result: RunResult = await workflow.execute_activity(
-            "close_flow_run",
+        return await workflow.execute_activity_method(
+            FlowActivities.close_flow_run,
             CloseInput(self.inp.run_id, self.inp.attempt, stuck),
-            result_type=RunResult,
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=RETRY,
         )
-        return result
 
     async def _node(self, nid: str, plan: FlowPlan) -> NodeOutcome:
         """One node: start it (reuse, free, or a paid order), park on its order, finish."""
         inp = NodeInput(self.inp.run_id, nid, self.inp.attempt)
         while True:
-            out = await self._act("start_flow_node", inp, NodeOutcome, nid, plan)
+            out = await self._act(FlowActivities.start_flow_node, inp, plan)
             if out.status == "needs_confirmation" and out.card_id:
                 await self._tell_task(plan, "needs_person")
                 await self._wait_card(out.card_id, plan)
@@ -144,19 +148,24 @@ class FlowRunWorkflow:
                 return out
             while True:
                 await self._wait_order(out.order_id, plan)
-                fin = await self._act("finish_flow_node", inp, NodeOutcome, nid, plan)
+                fin = await self._act(FlowActivities.finish_flow_node, inp, plan)
                 if fin.status != "submitted":
                     return NodeOutcome(fin.status, out.version, fin.order_id, None, fin.error)
                 self.orders[out.order_id] = "running"  # not final after all: wait again
 
-    async def _act(self, name: str, arg: Any, result_type: type, nid: str, plan: FlowPlan) -> Any:
+    async def _act(
+        self,
+        node_activity: Callable[[FlowActivities, NodeInput], Awaitable[NodeOutcome]],
+        inp: NodeInput,
+        plan: FlowPlan,
+    ) -> NodeOutcome:
         self.seq += 1
-        return await workflow.execute_activity(
-            name,
-            arg,
-            result_type=result_type,
-            # The node's name in the Temporal UI's pending activities.
-            activity_id=f"{nid}/{name}/{self.seq}",
+        return await workflow.execute_activity_method(
+            node_activity,
+            inp,
+            # The node's name in the Temporal UI's pending activities (the method's name is
+            # its activity's name).
+            activity_id=f"{inp.node_id}/{node_activity.__name__}/{self.seq}",
             start_to_close_timeout=NODE_TIMEOUT,
             heartbeat_timeout=timedelta(seconds=plan.heartbeat_timeout_seconds),
             retry_policy=RETRY,
@@ -172,10 +181,9 @@ class FlowRunWorkflow:
                     lambda: self.orders[order_id] in FINAL_ORDER, timeout=wait
                 )
             except TimeoutError:
-                st: OrderState = await workflow.execute_activity(
-                    "poll_generation",
+                st = await workflow.execute_activity_method(
+                    GenerationActivities.poll_generation,
                     OrderRef(order_id),
-                    result_type=OrderState,
                     start_to_close_timeout=NODE_TIMEOUT,
                     retry_policy=RETRY,
                 )
@@ -195,10 +203,9 @@ class FlowRunWorkflow:
                     self.answered.add(card_id)
 
     async def _plan(self) -> FlowPlan:
-        plan: FlowPlan = await workflow.execute_activity(
-            "plan_flow_run",
+        plan = await workflow.execute_activity_method(
+            FlowActivities.plan_flow_run,
             self.inp,
-            result_type=FlowPlan,
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=RETRY,
         )
@@ -209,10 +216,9 @@ class FlowRunWorkflow:
         self, order: list[str], edges: dict[str, list[str]], started: set[str]
     ) -> tuple[list[str], dict[str, list[str]]]:
         self.refresh = False
-        graph: FlowGraph = await workflow.execute_activity(
-            "refresh_flow_run",
+        graph = await workflow.execute_activity_method(
+            FlowActivities.refresh_flow_run,
             self.inp,
-            result_type=FlowGraph,
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=RETRY,
         )
@@ -235,7 +241,7 @@ class FlowRunWorkflow:
         self.asked = self.asked or status == "needs_person"
         handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
         try:
-            await handle.signal("flow_event", FlowEvent(self.inp.run_id, status))
+            await handle.signal(TaskInputs.flow_event, FlowEvent(self.inp.run_id, status))
         except Exception:  # a task that ended has nobody to wake; the run is in the DB
             workflow.logger.info("task %s not running; flow_event dropped", plan.task_id)
 

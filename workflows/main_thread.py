@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from activities.routing import RoutingActivities
     from routing.types import RoutePlan, RouteRequest
     from workflows.common import RETRY
     from workflows.task import TaskWorkflow
@@ -43,18 +44,17 @@ class MainThreadWorkflow:
                 workflow.continue_as_new(MainThreadInput(inp.user_id, list(self.pending)))
             item_id = self.pending[0]
             try:
-                plan: RoutePlan = await workflow.execute_activity(
-                    "route_message",
+                plan = await workflow.execute_activity_method(
+                    RoutingActivities.route_message,
                     RouteRequest(inp.user_id, item_id),
-                    result_type=RoutePlan,
                     start_to_close_timeout=timedelta(minutes=2),
                     retry_policy=RETRY,
                 )
             except ActivityError:
                 # Non-retryable (unusable router output, unknown item): one bad message must
                 # not end the person's main thread; they are told, the next item proceeds.
-                await workflow.execute_activity(
-                    "route_failed",
+                await workflow.execute_activity_method(
+                    RoutingActivities.route_failed,
                     RouteRequest(inp.user_id, item_id),
                     start_to_close_timeout=timedelta(seconds=30),
                     retry_policy=RETRY,
@@ -62,9 +62,8 @@ class MainThreadWorkflow:
                 self.pending.pop(0)
                 continue
             # A repeat (the api handed the same message over again after a retry) was
-            # handed over by the activity that routed it first: never twice. Old histories
-            # have no repeats, so they replay unchanged.
-            if not (plan.repeat and workflow.patched("route-repeat-not-handed-twice")):
+            # handed over by the activity that routed it first: never twice.
+            if not plan.repeat:
                 await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
             self.pending.pop(0)
 
@@ -80,8 +79,10 @@ class MainThreadWorkflow:
             handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
             try:
                 if plan.promote:
-                    await handle.signal("promote")  # before the message: it lands persistent
-                await handle.signal("deliver", message_id)
+                    await handle.signal(
+                        TaskWorkflow.promote
+                    )  # before the message: it lands persistent
+                await handle.signal(TaskWorkflow.deliver, message_id)
             except FailureError:
                 # The task ended between the check and the signal: start it again in place.
                 workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)

@@ -25,34 +25,18 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.memory import MemoryActivities
     from memory.types import (
         CorrectInput,
         CorrectOutput,
         ExtractInput,
-        ExtractOutput,
         ForgetInput,
-        ForgetOutput,
         MemoryInput,
         MemoryJob,
     )
 
-RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
-)
+JOB_TIMEOUT = timedelta(minutes=2)
 MAX_ROUNDS = 20  # a job that failed this many rounds is given up (logged); never a forget
-# A forget whose activity failed every attempt waits a round like any other job (before,
-# it was only answered "not yet" and left to the next extraction).
-FORGET_RETRY_PATCH = "forget-retried-later"
-# Continue-as-new is put off while an update waits for a queued job (before, it waited for
-# the update, which waited for the job: for ever).
-CAN_AFTER_QUEUE_PATCH = "continue-as-new-after-awaited-jobs"
-# Updates of one card share its job and all get its outcome; a repeat after it ran is
-# answered from `done`; a job already running is not queued again (before, the first update
-# popped the one result: a second one waited for ever or failed the workflow task, and
-# continue-as-new, waiting for handlers, never came).
-SHARED_JOBS_PATCH = "updates-share-a-job"
 KEPT_OUTCOMES = 64  # successful outcomes kept per run for repeated updates (oldest dropped)
 
 
@@ -71,7 +55,6 @@ class MemoryWorkflow:
     def __init__(self) -> None:
         self.pending: list[MemoryJob] = []
         self.retry_later: list[MemoryJob] = []
-        self.results: dict[str, Any] = {}  # unpatched runs only (see `_outcome`)
         self.awaited: dict[str, _Awaited] = {}
         self.done: dict[str, Any] = {}  # at most KEPT_OUTCOMES, oldest first
         self.running: MemoryJob | None = None
@@ -106,11 +89,6 @@ class MemoryWorkflow:
     async def _outcome(self, kind: str, ref: str) -> Any:
         """The outcome of the job's next round (or of its round that already succeeded)."""
         key = f"{kind}:{ref}"
-        if not workflow.patched(SHARED_JOBS_PATCH):
-            # As recorded before the patch: one result, taken by the first update.
-            self._add(MemoryJob(kind, ref))
-            await workflow.wait_condition(lambda: key in self.results)
-            return self.results.pop(key)
         if key in self.done:
             return self.done[key]
         running = self.running
@@ -131,9 +109,6 @@ class MemoryWorkflow:
         """A round's outcome for the updates waiting on it (and, if it succeeded, for
         repeats later); nothing is kept for a job no update waits for."""
         key = f"{kind}:{ref}"
-        if not workflow.patched(SHARED_JOBS_PATCH):
-            self.results[key] = outcome
-            return
         waiting = self.awaited.get(key)
         if waiting is not None:
             waiting.rounds += 1
@@ -181,68 +156,67 @@ class MemoryWorkflow:
         """An update (`forget_and_wait`, `correct`) still running waits for its job, which is
         still queued: continue-as-new, which waits for running handlers, would wait for ever
         (and the confirmed forget never run), so the queue runs first."""
-        return (
-            bool(self.pending)
-            and not workflow.all_handlers_finished()
-            and workflow.patched(CAN_AFTER_QUEUE_PATCH)
-        )
+        return bool(self.pending) and not workflow.all_handlers_finished()
 
     async def _run_job(self, inp: MemoryInput, job: MemoryJob) -> None:
-        user_id = inp.user_id
+        """One round of a job: its activity, retried `activity_attempts` times; a job that
+        still fails is answered (if an update waits) and put aside for a later round."""
         retry = RetryPolicy(
             initial_interval=timedelta(seconds=1),
             maximum_interval=timedelta(seconds=30),
             maximum_attempts=inp.activity_attempts,
         )
-        opts: dict[str, Any] = {
-            "start_to_close_timeout": timedelta(minutes=2),
-            "retry_policy": retry,
-        }
         try:
             if job.kind == "extract":
-                await workflow.execute_activity(
-                    "memory_extract",
-                    ExtractInput(user_id, job.ref),
-                    result_type=ExtractOutput,
-                    **opts,
+                await workflow.execute_activity_method(
+                    MemoryActivities.extract,
+                    ExtractInput(inp.user_id, job.ref),
+                    start_to_close_timeout=JOB_TIMEOUT,
+                    retry_policy=retry,
                 )
             elif job.kind == "forget":
-                await workflow.execute_activity(
-                    "memory_forget", ForgetInput(user_id, job.ref), result_type=ForgetOutput, **opts
+                await workflow.execute_activity_method(
+                    MemoryActivities.forget,
+                    ForgetInput(inp.user_id, job.ref),
+                    start_to_close_timeout=JOB_TIMEOUT,
+                    retry_policy=retry,
                 )
                 self._record("forget", job.ref, "forgotten", ok=True)
             else:
-                out = await workflow.execute_activity(
-                    "memory_correct",
-                    CorrectInput(user_id, job.ref),
-                    result_type=CorrectOutput,
-                    **opts,
+                out = await workflow.execute_activity_method(
+                    MemoryActivities.correct,
+                    CorrectInput(inp.user_id, job.ref),
+                    start_to_close_timeout=JOB_TIMEOUT,
+                    retry_policy=retry,
                 )
                 self._record("correct", job.ref, out, ok=True)
         except ActivityError as e:
-            cause = e.cause
-            final = isinstance(cause, ApplicationError) and cause.non_retryable
-            if job.kind == "correct":
-                self._record("correct", job.ref, str(cause or e), ok=False)
-            if job.kind == "forget":
-                # The caller (`forget_and_wait`) is answered now, not after the next round:
-                # the card's task waits for this answer, and "not yet" is true, the job
-                # runs again below (the card is marked handed, so nothing else resends it).
-                self._record("forget", job.ref, f"not yet: {cause or e}", ok=False)
-                if final:  # no such card, or not confirmed: no round will change that
-                    workflow.logger.warning("memory forget %s dropped: %s", job.ref, cause)
-                elif workflow.patched(FORGET_RETRY_PATCH):
-                    job.attempts += 1
-                    workflow.logger.warning(
-                        "memory forget %s failed (round %d), again in %ss: %s",
-                        job.ref,
-                        job.attempts,
-                        inp.retry_seconds,
-                        cause or e,
-                    )
-                    self.retry_later.append(job)
-            elif final or job.attempts + 1 >= MAX_ROUNDS:
-                workflow.logger.warning("memory %s %s dropped: %s", job.kind, job.ref, cause)
-            else:
-                job.attempts += 1
-                self.retry_later.append(job)
+            self._failed(inp, job, e)
+
+    def _failed(self, inp: MemoryInput, job: MemoryJob, e: ActivityError) -> None:
+        cause = e.cause
+        final = isinstance(cause, ApplicationError) and cause.non_retryable
+        if job.kind == "correct":
+            self._record("correct", job.ref, str(cause or e), ok=False)
+        if job.kind == "forget":
+            # The caller (`forget_and_wait`) is answered now, not after the next round:
+            # the card's task waits for this answer, and "not yet" is true, the job
+            # runs again later (the card is marked handed, so nothing else resends it).
+            self._record("forget", job.ref, f"not yet: {cause or e}", ok=False)
+            if final:  # no such card, or not confirmed: no round will change that
+                workflow.logger.warning("memory forget %s dropped: %s", job.ref, cause)
+                return
+            job.attempts += 1
+            workflow.logger.warning(
+                "memory forget %s failed (round %d), again in %ss: %s",
+                job.ref,
+                job.attempts,
+                inp.retry_seconds,
+                cause or e,
+            )
+            self.retry_later.append(job)
+        elif final or job.attempts + 1 >= MAX_ROUNDS:
+            workflow.logger.warning("memory %s %s dropped: %s", job.kind, job.ref, cause)
+        else:
+            job.attempts += 1
+            self.retry_later.append(job)

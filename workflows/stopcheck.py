@@ -9,7 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workflows.types import TurnSnapshot, TurnState
+from activities.types import TurnState
+
+
+@dataclass
+class TurnSnapshot:
+    """The workflow's half of the stop-check's facts; the turn's state from the activity
+    that ended the turn is the other half."""
+
+    kind: str
+    stop_requested: bool
+    paused: bool
+    progress: bool  # the turn's calls so far
+    model_turn: bool
+    idle_turns: int  # before this turn
+    max_idle_turns: int
+    open_orders: int  # uncollected
+    open_cards: list[str]
+    answered: list[str]
+    inbox: int
+    asked_person: bool
 
 
 @dataclass
@@ -89,15 +108,11 @@ def end_facts(
     *,
     progress: bool,
     steps_exhausted: bool = False,
-    new_order: str | None = None,
-    new_card: str | None = None,
 ) -> TurnFacts:
-    """The facts of a turn's end, from the workflow's snapshot, the turn's state read from
-    the DB and what the last activity itself did. The workflow and the activity that ends
-    the turn both build them here, so both reach the same verdict on the same facts."""
+    """The facts of a turn's end, from the workflow's snapshot and the turn's state read
+    from the DB by the activity that ended the turn."""
     progress = progress or snap.progress or state.progress
-    orders = snap.open_orders + (1 if new_order and new_order not in snap.known_orders else 0)
-    cards = {*snap.open_cards, *state.open_cards, *([new_card] if new_card else [])}
+    cards = {*snap.open_cards, *state.open_cards}
     return TurnFacts(
         kind=snap.kind,
         stop_requested=snap.stop_requested,
@@ -110,7 +125,7 @@ def end_facts(
         checklist_open=state.checklist_open,
         blocked=state.blocked,
         checkpoint_due=state.checkpoint_due,
-        open_orders=orders,
+        open_orders=snap.open_orders,
         open_cards=len(cards - set(snap.answered)),
         inbox=snap.inbox,
         asked_person=snap.asked_person,

@@ -18,22 +18,22 @@ from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.flow_types import FlowRunInput
-    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
-    from workflows.types import (
-        CardRef,
+    from activities.flow_types import FlowRunInput
+    from activities.runtime import RuntimeActivities
+    from activities.segments import SegmentActivities
+    from activities.types import (
         CheckpointInput,
         SegmentInput,
         StatusInput,
-        StepDecision,
         StepInput,
-        TaskInput,
         ToolInput,
-        ToolOutcome,
         TurnState,
         TurnStateInput,
     )
+    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
+    from workflows.types import TaskInput
 
+from workflows.flow_run import FlowRunWorkflow
 from workflows.task_inputs import TaskInputs
 from workflows.task_state import (
     DB_TIMEOUT,
@@ -45,14 +45,6 @@ from workflows.task_state import (
 )
 from workflows.task_waits import TaskWaits
 
-SEGMENT_PATCH = "segment-summaries"
-# The activity that ends a turn (the model step without calls, or the turn's one call)
-# returns the turn's state: no separate `turn_state` activity at the end of every turn.
-TURN_STATE_PATCH = "turn-state-from-last-activity"
-# The turn's first model step writes its "running" status (one activity less per turn).
-RUNNING_IN_STEP_PATCH = "running-status-in-model-step"
-# The search attribute shows a turn `running` only once it has run for a while (below).
-RUNNING_LATER_PATCH = "running-search-attribute-after-delay"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -63,8 +55,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     def __init__(self, inp: TaskInput) -> None:
         super().__init__()
         # Restored before any handler runs: an update can be handled in a run's first
-        # workflow task, before `run` starts, and a continued run answered a message from
-        # the defaults (`running`, nothing read yet) instead of the carried state.
+        # workflow task, before `run` starts, and must see the carried state (status,
+        # messages read), not the defaults.
         self._restore(inp)
 
     @workflow.run
@@ -100,23 +92,17 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _turn(self) -> None:
         assert self.inp is not None
         self.wake = False
+        # The turn's first model step writes the "running" status: no status activity.
         running: StatusInput | None = None
         if self.status != "running":
-            if workflow.patched(RUNNING_IN_STEP_PATCH):
-                if not workflow.patched(RUNNING_LATER_PATCH):
-                    self._upsert("running")
-                self.status = "running"
-                running = StatusInput(self.inp.task_id, "running", "", self.kind)
-            else:
-                await self._set_status("running")
+            self.status = "running"
+            running = StatusInput(self.inp.task_id, "running", "", self.kind)
         self.turn += 1
         # The search attribute follows after `running_visible_seconds`, from a timer: an
-        # upsert sent with the model step's scheduling held the step back by its visibility
-        # write (0.09x of the agent-step bench, issue 14), and a turn shorter than that is
-        # neither parked nor stuck. Only new histories start the timer (old ones upserted
-        # above, so their attribute already says running).
+        # upsert sent with the model step's scheduling would hold the step back by its
+        # visibility write, and a turn shorter than that is neither parked nor stuck.
         show = None
-        if self._shown != "running" and workflow.patched(RUNNING_LATER_PATCH):
+        if self._shown != "running":
             show = asyncio.create_task(self._show_running_later(self.turn))
         try:
             await self._steps(running)
@@ -134,22 +120,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         """The turn's steps: inference, then the step's calls, until the turn ends."""
         assert self.inp is not None
         self._model_turn = True
-        self._end_state, self._written = None, ""
+        self._end_state = None
         self._progress, self._asked, self._exhausted = False, False, True
         for step in range(1, self.inp.max_steps_per_turn + 1):
             consumed = [e.message_id for e in self.inbox]
-            decision: StepDecision = await workflow.execute_activity(
-                "model_step",
-                StepInput(
-                    self.inp.task_id,
-                    self.turn,
-                    step,
-                    consumed,
-                    running,
-                    self._end_snapshot(unseen=0),
-                    self.inp.user_id,
-                ),
-                result_type=StepDecision,
+            decision = await workflow.execute_activity_method(
+                RuntimeActivities.model_step,
+                StepInput(self.inp.task_id, self.turn, step, consumed, self.inp.user_id, running),
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
                 retry_policy=RETRY,
@@ -162,7 +139,6 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 raise Stopped()  # the decision is stored; its calls never run
             call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
             self._end_state = decision.turn_state
-            self._written = decision.status_written
             # The one call of a step that ends the turn reads the turn's state after it ran
             # (with parallel calls no single one runs last: the state is read after them).
             ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
@@ -172,7 +148,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._call(cid, ends_with, c.name)
                 for cid, c in zip(call_ids, decision.calls, strict=True)
             ]
-            if decision.segment_closed >= 0 and workflow.patched(SEGMENT_PATCH):
+            if decision.segment_closed >= 0:
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
             await asyncio.gather(*work)
@@ -188,11 +164,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> None:
         assert self.inp is not None
-        end = self._end_snapshot() if ends_turn else None
-        outcome: ToolOutcome = await workflow.execute_activity(
-            "run_tool",
-            ToolInput(self.inp.task_id, call_id, ends_turn, end, name),
-            result_type=ToolOutcome,
+        outcome = await workflow.execute_activity_method(
+            RuntimeActivities.run_tool,
+            ToolInput(self.inp.task_id, call_id, ends_turn, name),
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
@@ -205,7 +179,6 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             self.open_cards.setdefault(outcome.card_id, pending_call)
         if outcome.turn_state is not None:
             self._end_state = outcome.turn_state
-            self._written = outcome.status_written
         if outcome.flow_run:
             await self._start_flow_run(outcome.flow_run)
 
@@ -214,7 +187,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         it signals `flow_event` back when it ends or needs the person."""
         try:
             await workflow.start_child_workflow(
-                "FlowRunWorkflow",
+                FlowRunWorkflow.run,
                 FlowRunInput(run_id),
                 id=f"flowrun:{run_id}",
                 parent_close_policy=ParentClosePolicy.ABANDON,
@@ -225,8 +198,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     async def _summarize(self, segment: int) -> None:
         assert self.inp is not None
         try:
-            await workflow.execute_activity(
-                "summarize_segment",
+            await workflow.execute_activity_method(
+                SegmentActivities.summarize_segment,
                 SegmentInput(self.inp.task_id, segment),
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
@@ -238,32 +211,21 @@ class TaskWorkflow(TaskInputs, TaskWaits):
     # --- after a turn: the stop-check and the waits it decides -------------------------
     async def _after_turn(self) -> None:
         assert self.inp is not None
-        # Checked only when an activity returned the state, so a history recorded before
-        # the patch (which ran `turn_state` here) replays the old way.
-        if self._end_state is not None and workflow.patched(TURN_STATE_PATCH):
-            state = self._end_state
-        else:
-            state = await self._turn_state()
+        # The activity that ended the turn (the model step without calls, or the turn's one
+        # call) returned the turn's state; after parallel calls, or a rerun of confirmed
+        # calls, no single activity ran last and `turn_state` reads it.
+        state = self._end_state if self._end_state is not None else await self._turn_state()
         self._end_state = None
-        # The status the turn's last activity wrote, if its verdict waited for the person.
-        # Read from the activity's recorded result: a history from before it replays the
-        # old way (no status written, the status activity runs).
-        written, self._written = self._written, ""
         before = self.idle_turns
         progress = self._progress or state.progress
         while True:
             for card_id in state.open_cards:
                 self.open_cards.setdefault(card_id, "")
-            # Built as the activity built them (stopcheck.end_facts), from the state now.
             facts = end_facts(
                 self._snapshot(before), state, progress=progress, steps_exhausted=self._exhausted
             )
             self.idle_turns = facts.idle_turns
             verdict = stop_check(facts)
-            if written and verdict.action not in WAITS_FOR_PERSON:
-                # Something arrived while the activity ran (a message, a stop): the status
-                # it wrote is what the DB says, so the next change of it is written.
-                self.status, written = written, ""
             if verdict.action == "stop":
                 if facts.stop_requested:
                     raise Stopped()
@@ -288,10 +250,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 progress = True
                 continue
             if verdict.action == "checkpoint":
-                card: CardRef = await workflow.execute_activity(
-                    "create_checkpoint_card",
+                card = await workflow.execute_activity_method(
+                    RuntimeActivities.create_checkpoint_card,
                     CheckpointInput(self.inp.task_id, state.checkpoint_due),
-                    result_type=CardRef,
                     start_to_close_timeout=DB_TIMEOUT,
                     retry_policy=RETRY,
                 )
@@ -301,10 +262,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             if verdict.action in WAITS_FOR_PERSON:
                 # The main loop waits for the answer (or a message, stop, pause).
                 self.idle_turns = 0
-                if written == "waiting_user" and self._end_kind == self.kind:
-                    self._upsert("waiting_user", waiting=True)  # the activity wrote it
-                else:
-                    await self._set_status("waiting_user", waiting=True)
+                await self._set_status("waiting_user", waiting=True)
                 return
             self.wake = True  # next_turn
             return
@@ -314,7 +272,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         Any other card: the answer is input for the model's next turn."""
         self._progress, self._asked, self._exhausted = False, False, False
         self._model_turn = False
-        self._end_state, self._written = None, ""
+        self._end_state = None
         rerun = []
         for card_id in sorted(self.answered & set(self.open_cards)):
             call_id = self.open_cards.pop(card_id)
@@ -329,7 +287,6 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     async def _turn_state(self) -> TurnState:
         assert self.inp is not None
-        state: TurnState = await self._db_activity(
-            "turn_state", TurnStateInput(self.inp.task_id, self.turn), TurnState
+        return await self._db_activity(
+            RuntimeActivities.turn_state, TurnStateInput(self.inp.task_id, self.turn)
         )
-        return state

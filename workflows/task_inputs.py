@@ -9,8 +9,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.flow_types import FlowEvent
-    from workflows.types import TERMINAL_TASK_STATUSES, GenerationEvent, ResumeInput
+    from activities.types import TERMINAL_TASK_STATUSES
+    from workflows.types import FlowEvent, GenerationEvent, ResumeInput
 
 from workflows.task_state import FINAL_ORDER, TaskState
 

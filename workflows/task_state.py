@@ -6,22 +6,23 @@ the DB. `_carry` is what `continue_as_new` takes along, `_restore` reads it back
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.runtime import RuntimeActivities
+    from activities.types import StatusInput, TurnState
     from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY
-    from workflows.types import (
-        InboxEntry,
-        StatusInput,
-        TaskInput,
-        TurnSnapshot,
-        TurnState,
-    )
+    from workflows.stopcheck import TurnSnapshot
+    from workflows.types import InboxEntry, TaskInput
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
 KIND_KEY = SearchAttributeKey.for_keyword("LomoTaskKind")
@@ -31,8 +32,6 @@ WAITING_SINCE_KEY = SearchAttributeKey.for_datetime("LomoWaitingSince")
 MODEL_TIMEOUT = timedelta(minutes=5)
 TOOL_TIMEOUT = timedelta(minutes=2)
 WAITING_STATUSES = ("waiting_generation", "waiting_user", "paused")
-LOCAL_DB_PATCH = "local-db-activities"
-CONSUMED_PATCH = "consumed-message-not-read-twice"
 # How many consumed message ids a task remembers (and carries across continue-as-new). A
 # consumed id comes back only from a hand-off that read the message as not yet arrived just
 # before the task read it (the relay's round, a client's retry, the api's fallback through
@@ -66,10 +65,8 @@ class TaskState:
         self.idle_turns = 0
         self._model_turn = False
         self._progress = self._asked = self._exhausted = False
-        # The turn's state as read by the activity that ended it (see TURN_STATE_PATCH).
+        # The turn's state as read by the activity that ended it (TaskWorkflow._after_turn).
         self._end_state: TurnState | None = None
-        self._written = ""  # the status that activity wrote for the turn's end
-        self._end_kind = ""  # the kind in the snapshot that activity was given
         self.wake = False
         self.stop_requested = False
         self.archive_requested = False
@@ -80,28 +77,15 @@ class TaskState:
         assert self.inp is not None
         self._upsert(status, waiting)
         await self._db_activity(
-            "set_task_status", StatusInput(self.inp.task_id, status, reason, self.kind)
+            RuntimeActivities.set_task_status,
+            StatusInput(self.inp.task_id, status, reason, self.kind),
         )
 
-    async def _db_activity(self, name: str, arg: Any, result_type: type | None = None) -> Any:
-        """A short DB-only activity. Since the patch below it runs as a local activity: no
-        activity task round trip through the server, only a marker in history (a step of
-        the agent-step bench went from 5 server activities to 2). Histories recorded
-        before it replay the old way."""
-        if workflow.patched(LOCAL_DB_PATCH):
-            return await workflow.execute_local_activity(
-                name,
-                arg,
-                result_type=result_type,
-                start_to_close_timeout=DB_TIMEOUT,
-                retry_policy=RETRY,
-            )
-        return await workflow.execute_activity(
-            name,
-            arg,
-            result_type=result_type,
-            start_to_close_timeout=DB_TIMEOUT,
-            retry_policy=RETRY,
+    async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
+        """A short DB-only activity, run as a local activity: no activity task round trip
+        through the server, only a marker in history."""
+        return await workflow.execute_local_activity_method(
+            fn, arg, start_to_close_timeout=DB_TIMEOUT, retry_policy=RETRY
         )
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
@@ -122,9 +106,8 @@ class TaskState:
         if any(e.message_id == message_id for e in self.inbox):
             return
         # A message the task already read, handed over again, is not read a second time
-        # (a second turn for one message). Histories from before the patch replay as they
-        # ran; the patch is asked only for such a repeat, so no other history changes.
-        if message_id in self.consumed and workflow.patched(CONSUMED_PATCH):
+        # (a second turn for one message).
+        if message_id in self.consumed:
             return
         self.inbox.append(InboxEntry(message_id, workflow.now().isoformat()))
 
@@ -222,7 +205,6 @@ class TaskState:
             # A job that finished before the turn ended still has to be collected and
             # shown: "open" until collected, not until its terminal signal.
             open_orders=len(self._uncollected()),
-            known_orders=list(self.waiting),
             open_cards=list(self.open_cards),
             answered=sorted(self.answered),
             # A model step about to read the inbox passes 0: what it reads is not unseen.
@@ -230,12 +212,6 @@ class TaskState:
             # A step with calls never asked the person; the model step sets its own (runtime.py).
             asked_person=self._asked,
         )
-
-    def _end_snapshot(self, **kw: Any) -> TurnSnapshot:
-        """The snapshot for an activity that may end the turn (and write its status)."""
-        snap = self._snapshot(**kw)
-        self._end_kind = snap.kind
-        return snap
 
     def _uncollected(self) -> list[str]:
         return [o for o in self.waiting if o not in self.collected]

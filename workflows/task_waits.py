@@ -9,8 +9,9 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.generation import GenerationActivities
+    from activities.types import OrderRef
     from workflows.common import card_unanswered
-    from workflows.types import OrderRef, OrderState
 
 from workflows.task_state import (
     FINAL_ORDER,
@@ -50,20 +51,18 @@ class TaskWaits(TaskState):
                 raise Stopped()
             if self.waiting.get(order_id) not in FINAL_ORDER:
                 # A lost callback must not park the task forever.
-                st: OrderState = await workflow.execute_activity(
-                    "poll_generation",
+                st = await workflow.execute_activity_method(
+                    GenerationActivities.poll_generation,
                     OrderRef(order_id),
-                    result_type=OrderState,
                     start_to_close_timeout=TOOL_TIMEOUT,
                     retry_policy=RETRY,
                 )
                 self.waiting[order_id] = st.status
 
     async def _collect(self, order_id: str) -> None:
-        await workflow.execute_activity(
-            "collect_generation",
+        await workflow.execute_activity_method(
+            GenerationActivities.collect_generation,
             OrderRef(order_id),
-            result_type=OrderState,
             start_to_close_timeout=TOOL_TIMEOUT,
             retry_policy=RETRY,
         )

@@ -1,12 +1,11 @@
-"""One dataclass per workflow/activity input and output. Only ids and small values travel
-through workflow history; contexts, responses and tool outputs stay in the SQL DB."""
+"""The workflows' own inputs: what starts a workflow (TaskInput, MainThreadInput), what it
+carries across continue-as-new, and the payloads of signals and updates between the api
+and the workflows. The activities' inputs and outputs are in activities/types.py and
+activities/flow_types.py. Only ids and small values travel through workflow history."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-# A person's stop, an archive and a lightweight task's completion end the workflow.
-TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
 
 
 @dataclass
@@ -36,8 +35,7 @@ class TaskInput:
     answered_cards: list[str] = field(default_factory=list)
     idle_turns: int = 0
     stop_reason: str = ""
-    # Ids the task already read (bounded, see CONSUMED_KEPT); a default, so inputs carried
-    # before it existed still decode.
+    # Ids the task already read (bounded, see CONSUMED_KEPT).
     consumed_messages: list[str] = field(default_factory=list)
     # How long a turn runs before the search attribute shows it `running` (workflows/task.py).
     running_visible_seconds: float = 2.0
@@ -50,175 +48,6 @@ class MainThreadInput:
 
 
 @dataclass
-class RouteInput:
-    user_id: str
-    message_id: str
-
-
-@dataclass
-class RouteDecision:
-    decision: str  # answer | lightweight | existing | new | clarify
-    task_id: str | None = None
-    kind: str | None = None
-    max_steps_per_turn: int = 8
-    generation_wait_seconds: float = 60.0
-    max_turns_without_progress: int = 2
-    card_wait_seconds: float = 300.0
-    heartbeat_timeout_seconds: float = 30.0
-
-
-@dataclass
-class StepInput:
-    task_id: str
-    turn: int
-    step: int
-    message_ids: list[str]
-    # The turn's "running" status, written by the step before anything else: no separate
-    # status activity at the start of every turn.
-    status: StatusInput | None = None
-    # The workflow's facts for the stop-check, should this step end the turn without a
-    # call: the step then writes a "waiting_user" verdict's status itself.
-    end: TurnSnapshot | None = None
-    # The task's person, so the step sends all its reads at once ("": a step scheduled
-    # before the field existed reads it from the task first).
-    user_id: str = ""
-
-
-@dataclass
-class PlannedCall:
-    index: int
-    name: str
-
-
-@dataclass
-class StepDecision:
-    calls: list[PlannedCall]
-    end_turn: bool
-    asked_person: bool = False  # ended with a question to the person and no tool call
-    segment_closed: int = -1  # this step closed that history segment: summarize it
-    # Set when the step ends the turn without a call: the state the stop-check needs, read
-    # by this activity, so the turn's end costs no separate `turn_state` activity.
-    turn_state: TurnState | None = None
-    status_written: str = ""  # the status this activity wrote for the turn's end, if any
-
-
-@dataclass
-class SegmentInput:
-    task_id: str
-    segment: int
-
-
-@dataclass
-class ToolInput:
-    task_id: str
-    call_id: str
-    # The turn this call ends: the outcome then carries that turn's state (0: not asked).
-    turn_state_for: int = 0
-    end: TurnSnapshot | None = None  # as in StepInput, for the call that ends the turn
-    # The planned call's tool: an idempotent one is neither locked nor marked `started`
-    # before it runs ("": a call scheduled before the field existed, or a rerun, is).
-    name: str = ""
-
-
-@dataclass
-class ToolOutcome:
-    status: str  # done | error | outcome_unknown | needs_confirmation
-    order_id: str | None = None  # set when the tool started a generation job we must await
-    made_progress: bool = False
-    card_id: str | None = None  # set when the tool needs the person's answer first
-    flow_run: str | None = None  # a flow run the task starts (child workflow, abandoned)
-    turn_state: TurnState | None = None  # read after the call when `turn_state_for` asked
-    status_written: str = ""  # as in StepDecision
-
-
-@dataclass
-class TurnStateInput:
-    task_id: str
-    turn: int
-
-
-@dataclass
-class TurnState:
-    """The checklist's compact summary the stop-check needs (read from the DB)."""
-
-    checklist_total: int = 0
-    checklist_open: int = 0
-    blocked: str = ""
-    checkpoint_due: str = ""  # id of the step that needs the person's confirmation
-    progress: bool = False  # a step became done during this turn
-    open_cards: list[str] = field(default_factory=list)  # the task's open cards in the DB
-
-
-@dataclass
-class TurnSnapshot:
-    """The workflow's half of the stop-check's facts, taken when it schedules the activity
-    that may end the turn. That activity adds the turn's state and its own outcome
-    (`stopcheck.end_facts`), and when the verdict waits for the person it writes that
-    status itself: the turn's end then needs no status activity after it (issue 14)."""
-
-    kind: str
-    stop_requested: bool
-    paused: bool
-    progress: bool  # the turn's calls so far
-    model_turn: bool
-    idle_turns: int  # before this turn
-    max_idle_turns: int
-    open_orders: int  # uncollected
-    known_orders: list[str]  # every order the workflow tracks: a repeat is not a new one
-    open_cards: list[str]
-    answered: list[str]
-    inbox: int
-    asked_person: bool
-
-
-@dataclass
-class CheckpointInput:
-    task_id: str
-    item_id: str
-
-
-@dataclass
-class CardRef:
-    card_id: str
-
-
-@dataclass
-class CardState:
-    card_id: str
-    status: str  # open | answered | expired
-    action: str = ""
-
-
-@dataclass
-class OrderRef:
-    order_id: str
-
-
-@dataclass
-class OrderState:
-    order_id: str
-    status: str  # created | submitted | queued | running | succeeded | failed
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in ("succeeded", "failed")
-
-
-@dataclass
-class StatusInput:
-    task_id: str
-    status: str
-    reason: str = ""
-    kind: str = ""  # set on promotion
-    # Guards for the statuses activities write beside their work, on the task's stored turn
-    # (written with each stored step): a retried step that already stored its decision
-    # does not write its turn's "running" again, and a stale attempt of a turn's last
-    # activity does not write "waiting_user" over a later turn.
-    only_before_turn: int = 0
-    only_at_turn: int = 0
-
-
-@dataclass
 class GenerationEvent:
     order_id: str
     status: str
@@ -228,3 +57,11 @@ class GenerationEvent:
 class ResumeInput:
     max_steps_per_turn: int | None = None
     max_turns_without_progress: int | None = None
+
+
+@dataclass
+class FlowEvent:
+    """To the owning task: the run ended or needs the person (it wakes the task)."""
+
+    run_id: str
+    status: str

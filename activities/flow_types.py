@@ -1,5 +1,6 @@
-"""Dataclasses of the flow run workflow and its activities: ids, node ids and small
-values only; node definitions, results and assets stay in the DB."""
+"""The flow activities' inputs and outputs (activities/flows.py), sent and read by
+`FlowRunWorkflow`: ids, node ids and small values only; node definitions, results and
+assets stay in the DB."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class FlowRunInput:
+    """The run to plan or re-read (`plan_flow_run`, `refresh_flow_run`); also the input
+    the workflow itself is started with."""
+
     run_id: str
     attempt: int = 1
 
@@ -68,11 +72,3 @@ class RunResult:
     done: int
     failed: list[str]
     total: int
-
-
-@dataclass
-class FlowEvent:
-    """To the owning task: the run ended or needs the person (it wakes the task)."""
-
-    run_id: str
-    status: str
