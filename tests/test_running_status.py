@@ -68,7 +68,7 @@ async def _step(
         acts = {getattr(a, "__name__", ""): a for a in build_activities(settings, db, http, model)}
         running = StatusInput(task_id, "running", "", "persistent")
         await ActivityEnvironment().run(
-            acts["model_step"], StepInput(task_id, 1, 1, [mid], running, None, user)
+            acts["model_step"], StepInput(task_id, 1, 1, [mid], user, running)
         )
 
 

@@ -290,7 +290,7 @@ async def test_a_retried_step_or_a_stale_attempt_writes_no_status(
             s.add(Task(id=tid, user_id=st.user_id, kind="persistent", status="waiting_user"))
         mid = await add_message(st.db, st.user_id, tid, "A3")
         running = StatusInput(tid, "running", "", "persistent")
-        step = StepInput(tid, 1, 1, [mid], running, user_id=st.user_id)
+        step = StepInput(tid, 1, 1, [mid], st.user_id, running)
         env = ActivityEnvironment()
         first = await env.run(acts["model_step"], step)
         again = await env.run(acts["model_step"], step)  # the retry of a stored step
