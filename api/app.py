@@ -15,7 +15,6 @@ from temporalio.client import Client
 from api import errors
 from api.limits import BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
-from api.relay import relay_loop
 from api.routes import (
     budget,
     callbacks,
@@ -33,6 +32,7 @@ from api.routes import (
     users,
 )
 from api.routes import memory as memory_routes
+from api.services.relay import relay_loop
 from lomo import telemetry
 from lomo.db.engine import Database
 from lomo.events import bell_relay

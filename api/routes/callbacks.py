@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from api.deps import DbDep, SettingsDep, TemporalDep
-from api.dispatch import signal_generation
-from api.flow_dispatch import signal_flow_node
+from api.dispatch.flows import signal_flow_node
+from api.dispatch.tasks import signal_generation
 from lomo.db.models import GenerationOrder
 from lomo.errors import InvalidInput, NotFound, Unauthorized
 from lomo.signing import refusal

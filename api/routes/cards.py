@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from api.card_effects import EFFECTS
-from api.card_handoff import hand_on_bounded
 from api.deps import DbDep, UserDep
+from api.services.card_effects import EFFECTS
+from api.services.card_handoff import hand_on_bounded
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
 from lomo.errors import Conflict

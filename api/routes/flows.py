@@ -11,7 +11,7 @@ from sqlalchemy import select
 from temporalio.client import Client
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
-from api.flow_dispatch import start_flow_run
+from api.dispatch.flows import start_flow_run
 from flows import runs
 from flows.models import FlowRun
 from lomo.db.engine import Database

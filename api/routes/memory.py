@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from temporalio.client import WorkflowUpdateFailedError
 
 from api.deps import DbDep, SettingsDep, TemporalDep, UserDep
-from api.memory_dispatch import request_correction
+from api.dispatch.memory import request_correction
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.ids import new_id
 from memory import views

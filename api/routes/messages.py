@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from temporalio.client import Client
 
 from api.deps import ChannelDep, DbDep, SettingsDep, UserDep
-from api.handoff import arrived, hand_over_bounded
+from api.services.handoff import arrived, hand_over_bounded
 from lomo.db.models import MessageRow
 from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
@@ -124,7 +124,7 @@ async def accept_message(
     # Persisted first (evidence), handed over second, within a bound: a crash in between,
     # or a hand-off that timed out or failed (no worker takes the task's update, Temporal
     # restarting), leaves a stored message that the client's retry with the same
-    # client_message_id hands over, or, when no retry comes, the relay (api/relay.py).
+    # client_message_id hands over, or, when no retry comes, the relay (api/services/relay.py).
     await hand_over_bounded(db, temporal, settings, msg, first=True)
     return {"message_id": msg.id, "routing": message_view(msg)["routing"]}, 202
 

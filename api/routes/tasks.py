@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from api.deps import ChannelDep, DbDep, SettingsDep, TemporalDep, UserDep
-from api.dispatch import archive_task, pause_task, promote_task, resume_task, stop_task
+from api.dispatch.tasks import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.routes.messages import MessageIn, accept_message
 from lomo.cards import card_view
 from lomo.db.models import Card, ModelStep, Task, TaskObject

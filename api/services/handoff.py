@@ -1,6 +1,6 @@
 """Handing a stored message to Temporal: to its task (an explicit target) or to the
 person's main thread, plus memory extraction; and the record that Temporal took it
-(`messages.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the
+(`messages.handed_at`), which the relay (`api/services/relay.py`) reads. No HTTP here: the
 message routes and the relay call these.
 
 The message is committed first, so a hand-off that times out or fails (no worker to take
@@ -20,8 +20,8 @@ from typing import Any
 from sqlalchemy import update
 from temporalio.client import Client, RPCTimeoutOrCancelledError
 
-from api.dispatch import deliver_to_task, route_via_main
-from api.memory_dispatch import request_extraction
+from api.dispatch.memory import request_extraction
+from api.dispatch.tasks import deliver_to_task, route_via_main
 from lomo import clock
 from lomo.db.models import MessageRow
 from lomo.errors import Conflict

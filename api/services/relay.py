@@ -10,7 +10,7 @@ same message, or a relay racing the request's own late hand-off, change nothing 
 
 Answered cards the same way: answering commits first, then hands the answer on (its
 effect, e.g. a forget cascade or a clarify routing, and its task's and flow run's wake-up;
-`api/card_handoff.py`, each idempotent). A card answered longer ago than the relay period
+`api/services/card_handoff.py`, each idempotent). A card answered longer ago than the relay period
 with no `handed_at` gets its hand-offs again.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 from sqlalchemy import select
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.card_handoff import HandoffState, hand_on
-from api.handoff import TIMED_OUT, arrived, hand_over_stored, mark_handed
+from api.services.card_handoff import HandoffState, hand_on
+from api.services.handoff import TIMED_OUT, arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow

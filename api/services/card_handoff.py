@@ -1,7 +1,7 @@
 """Handing an answered card on to Temporal: its kind's after-commit effect (clarify → the
 person's main thread, forget → the memory cascade, delete → purging the bytes), then the
 wake-up of its task and of its flow run; and the record that all of them went through
-(`cards.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the card route
+(`cards.handed_at`), which the relay (`api/services/relay.py`) reads. No HTTP here: the card route
 and the relay call these.
 
 The answer is committed first, so a hand-off that times out or fails (Temporal restarting,
@@ -23,10 +23,10 @@ from typing import Any
 from sqlalchemy import update
 from temporalio.client import Client
 
-from api.card_effects import EFFECTS
-from api.dispatch import card_answered
-from api.flow_dispatch import flow_card_answered
-from api.handoff import within_bound
+from api.dispatch.flows import flow_card_answered
+from api.dispatch.tasks import card_answered
+from api.services.card_effects import EFFECTS
+from api.services.handoff import within_bound
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card

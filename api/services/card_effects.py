@@ -12,8 +12,8 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from api.dispatch import route_via_main
-from api.memory_dispatch import forget_and_wait, request_forget
+from api.dispatch.memory import forget_and_wait, request_forget
+from api.dispatch.tasks import route_via_main
 from lomo.cards import CardEffect, confirmed
 from lomo.db.models import Card
 from memory.models import ForgetRecord
