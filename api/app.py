@@ -1,10 +1,11 @@
-"""The FastAPI application factory."""
+"""The FastAPI application factory: state (settings, database, blob store, Temporal client,
+stream slots), error handlers, middleware, the routers and the hand-off relay."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -13,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from api import errors
+from api.dispatch import TemporalGetter
 from api.limits import BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
 from api.routes import (
@@ -42,9 +44,7 @@ from web import mount as mount_web
 from workspace.blobs import make_asset_store
 
 
-def _lazy_temporal(
-    settings: Settings, provider: TracerProvider | None
-) -> Callable[[], Awaitable[Client]]:
+def _lazy_temporal(settings: Settings, provider: TracerProvider | None) -> TemporalGetter:
     """Connect on first use so the api starts (and answers /healthz) before Temporal does."""
     lock = asyncio.Lock()
     client: list[Client] = []
@@ -122,10 +122,10 @@ def create_app(
         flows,
         tokens,
         session,
+        budget,
+        memory_routes,
     ):
         app.include_router(r.router)
-    app.include_router(budget.router)
-    app.include_router(memory_routes.router)
     app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
     # Outermost: a token over its rate costs neither a body read nor a DB lookup.
     app.add_middleware(

@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from activities import generation
 from activities.generation import GenerationActivities
-from api.routes import callbacks
+from api.services import callbacks
 from lomo.db.models import GenerationOrder
 from tests.stack import running_stack
 from tests.test_money import Money, money_env
