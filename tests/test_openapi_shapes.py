@@ -106,5 +106,5 @@ def test_optional_fields_stay_out_of_the_json_unless_set(app: FastAPI) -> None:
             if not f.is_required()
         ]
         if sparse and not route.response_model_exclude_unset:
-            missing.append((route.path, sorted(route.methods), sparse))
+            missing.append((route.path, sorted(route.methods or ()), sparse))
     assert missing == []
