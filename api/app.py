@@ -1,10 +1,11 @@
-"""The FastAPI application factory."""
+"""The FastAPI application factory: state (settings, database, blob store, Temporal client,
+stream slots), error handlers, middleware, the routers and the hand-off relay."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -13,9 +14,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from api import errors
+from api.dispatch import TemporalGetter
 from api.limits import BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
-from api.relay import relay_loop
 from api.routes import (
     budget,
     callbacks,
@@ -33,6 +34,7 @@ from api.routes import (
     users,
 )
 from api.routes import memory as memory_routes
+from api.services.relay import relay_loop
 from lomo import telemetry
 from lomo.db.engine import Database
 from lomo.events import bell_relay
@@ -42,9 +44,7 @@ from web import mount as mount_web
 from workspace.blobs import make_asset_store
 
 
-def _lazy_temporal(
-    settings: Settings, provider: TracerProvider | None
-) -> Callable[[], Awaitable[Client]]:
+def _lazy_temporal(settings: Settings, provider: TracerProvider | None) -> TemporalGetter:
     """Connect on first use so the api starts (and answers /healthz) before Temporal does."""
     lock = asyncio.Lock()
     client: list[Client] = []
@@ -122,10 +122,10 @@ def create_app(
         flows,
         tokens,
         session,
+        budget,
+        memory_routes,
     ):
         app.include_router(r.router)
-    app.include_router(budget.router)
-    app.include_router(memory_routes.router)
     app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
     # Outermost: a token over its rate costs neither a body read nor a DB lookup.
     app.add_middleware(

@@ -1,4 +1,5 @@
-"""Annotated dependencies, in one place."""
+"""The api's dependencies, each precisely typed: handlers declare what they need with the
+`Annotated` aliases at the bottom (`CurrentUser`, `SessionDep`, `SettingsDep`, ...)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio.client import Client
 
+from api.dispatch import TemporalGetter
+from api.ratelimit import StreamSlots
+from api.services.card_effects import HandoffState
 from lomo.auth import principal_for_token
 from lomo.db.engine import Database
 from lomo.db.models import User
@@ -20,7 +24,7 @@ from workspace.store import BlobStore
 
 # Every dependency is `async def`, even when it awaits nothing: FastAPI runs a plain `def`
 # in its thread pool, a thread hop per dependency per request.
-async def get_settings_dep(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -35,14 +39,32 @@ async def get_session(db: Annotated[Database, Depends(get_db)]) -> AsyncIterator
         yield s
 
 
-async def get_temporal(request: Request) -> Client:
-    client: Client = await request.app.state.temporal()
-    return client
+async def get_temporal_getter(request: Request) -> TemporalGetter:
+    getter: TemporalGetter = request.app.state.temporal
+    return getter
+
+
+async def get_temporal(getter: Annotated[TemporalGetter, Depends(get_temporal_getter)]) -> Client:
+    return await getter()
 
 
 async def get_assets(request: Request) -> BlobStore:
     store: BlobStore = request.app.state.assets
     return store
+
+
+async def get_streams(request: Request) -> StreamSlots:
+    slots: StreamSlots = request.app.state.streams
+    return slots
+
+
+async def get_handoff_state(
+    db: Annotated[Database, Depends(get_db)],
+    settings: Annotated[Settings, Depends(get_settings)],
+    assets: Annotated[BlobStore, Depends(get_assets)],
+    temporal: Annotated[TemporalGetter, Depends(get_temporal_getter)],
+) -> HandoffState:
+    return HandoffState(db, settings, assets, temporal)
 
 
 def _bearer(authorization: str | None) -> str:
@@ -70,7 +92,7 @@ async def current_channel(request: Request, _: Annotated[User, Depends(current_u
 
 
 async def require_admin(
-    settings: Annotated[Settings, Depends(get_settings_dep)],
+    settings: Annotated[Settings, Depends(get_settings)],
     authorization: Annotated[str | None, Header()] = None,
 ) -> None:
     token = _bearer(authorization)
@@ -78,19 +100,23 @@ async def require_admin(
         raise Unauthorized("admin token required")
 
 
-# Integers compared with or stored in INTEGER columns: larger ones are refused as bad
-# input (422) instead of overflowing the database driver (a 500).
-MAX_DB_INT = 2**31 - 1
-
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+# The database itself, for services that commit more than once per request (store a
+# message, then hand it to Temporal) or hold no session between reads (the event stream).
 DbDep = Annotated[Database, Depends(get_db)]
-# scope="function": the unit of work commits before the response is sent. With the
-# default ("request") FastAPI runs the exit code after sending, so a client could use what
-# it was just given (a new person's token) before it exists: the scenario harness saw a
-# fresh token answer 401 on Postgres.
+# One unit of work per request, committed on success and rolled back on an error.
+# scope="function": it commits before the response is sent. With the default ("request")
+# FastAPI runs the exit code after sending, so a client could use what it was just given
+# (a new person's token) before it exists: the scenario harness saw a fresh token answer
+# 401 on Postgres.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+# Connected at once (the route needs Temporal to answer at all).
 TemporalDep = Annotated[Client, Depends(get_temporal)]
-UserDep = Annotated[User, Depends(current_user)]
+# Connected on first use (the route stores first, then hands over within a bound).
+TemporalGetterDep = Annotated[TemporalGetter, Depends(get_temporal_getter)]
+CurrentUser = Annotated[User, Depends(current_user)]
 ChannelDep = Annotated[str, Depends(current_channel)]
 AssetsDep = Annotated[BlobStore, Depends(get_assets)]
+StreamsDep = Annotated[StreamSlots, Depends(get_streams)]
+HandoffDep = Annotated[HandoffState, Depends(get_handoff_state)]
 AdminDep = Annotated[None, Depends(require_admin)]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-import api.handoff as handoff
+import api.services.handoff as handoff
 from tests.helpers import eventually
 from tests.stack import Stack
 
@@ -18,7 +18,7 @@ from tests.stack import Stack
 def fail_hand_off(
     monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1, module: ModuleType = handoff
 ) -> list[str]:
-    """The api's hand-off `name` (in `module`, by default api/handoff.py) raises `times`
+    """The api's hand-off `name` (in `module`, by default api/services/handoff.py) raises `times`
     times, as when the dev server is down; the row is committed by then."""
     real = getattr(module, name)
     failed: list[str] = []

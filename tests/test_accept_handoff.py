@@ -23,8 +23,8 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-import api.card_effects as card_effects
-from api.dispatch import route_via_main
+import api.services.card_effects as card_effects
+from api.dispatch.tasks import route_via_main
 from lomo.db.models import Task
 from lomo.ids import new_id
 from tests.handoff_support import fail_hand_off, get_message, persistent_task

@@ -7,7 +7,7 @@ committed, then the route waited on Temporal without a bound (the forget cascade
 `card_answered` update, which waits for a worker). And when such a hand-off failed after the
 commit, nothing but the same client's retry ever handed the answer on: a forget the person
 confirmed could stay undone. Here the hand-off hangs or fails at exactly that point; the
-answer must come back within `handoff_wait_seconds`, and the relay (`api/relay.py`)
+answer must come back within `handoff_wait_seconds`, and the relay (`api/services/relay.py`)
 must finish the hand-off with no client retry, once.
 """
 
@@ -21,10 +21,10 @@ import pytest
 from sqlalchemy import update
 from temporalio.client import Client
 
-import api.card_effects as card_effects
-import api.card_handoff as card_handoff
-from api.memory_dispatch import request_extraction
-from api.relay import relay_once
+import api.services.card_effects as card_effects
+import api.services.card_handoff as card_handoff
+from api.dispatch.memory import request_extraction
+from api.services.relay import relay_once
 from lomo import clock
 from lomo.cards import create_card
 from lomo.db.models import Card, MessageRow

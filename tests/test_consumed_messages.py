@@ -23,9 +23,9 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy
 
-import api.relay as relay
-from api.dispatch import deliver_to_task
-from api.relay import relay_once
+import api.services.relay as relay
+from api.dispatch.tasks import deliver_to_task
+from api.services.relay import relay_once
 from lomo.db.models import MessageRow, ModelStep, Task
 from standin.scripted import ScriptedProvider
 from tests.handoff_support import get_message

@@ -1,5 +1,5 @@
 """The event bell: a commit that appended a person's event wakes that person's streams in
-this process at once (api/routes/events.py waits on it between polls); a rollback does not."""
+this process at once (api/services/events.py waits on it between polls); a rollback does not."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from temporalio import workflow
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
-from api import flow_dispatch
-from api.flow_dispatch import flow_workflow_id, start_flow_run
+from api.dispatch import flows as flow_dispatch
+from api.dispatch.flows import flow_workflow_id, start_flow_run
 from lomo.errors import Conflict
 from lomo.settings import Settings
 

@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from activities.generation import GenerationActivities
 from activities.types import OrderRef
-from api.routes import callbacks
+from api.services import callbacks
 from lomo.db.models import GenerationOrder
 from tests.stack import running_stack
 from tests.test_money import Money, money_env

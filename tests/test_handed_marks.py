@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import event, select
 
-from api.handoff import MARKS
+from api.services.handoff import MARKS
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.ids import new_id

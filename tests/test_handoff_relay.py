@@ -2,7 +2,7 @@
 
 `tests/test_accept_handoff.py` covers the client that sends the same message again. Here
 the client took the 202 of a message whose hand-off failed (or the api died between commit
-and hand-off): only the api's relay (`api/relay.py`) can finish the hand-off. Each test
+and hand-off): only the api's relay (`api/services/relay.py`) can finish the hand-off. Each test
 fails the hand-off once at exactly that point and never resends; without the relay the
 message stays stored and unrouted for good.
 """
@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select, update
 from temporalio.client import Client
 
-from api.relay import relay_once
+from api.services.relay import relay_once
 from lomo.db.models import MessageRow
 from tests.handoff_support import fail_hand_off, get_message, persistent_task
 from tests.helpers import eventually

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from api.memory_dispatch import request_extraction, workflow_id
+from api.dispatch.memory import request_extraction, workflow_id
 from cli.worker import WORKFLOWS
 from llm.types import ModelRequest, ModelResponse
 from lomo.db.models import Event, MessageRow

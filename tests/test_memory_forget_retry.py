@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.client import Client
 
 import activities.memory
-from api.memory_dispatch import request_extraction, request_forget, workflow_id
+from api.dispatch.memory import request_extraction, request_forget, workflow_id
 from lomo import clock
 from lomo.db.models import Card, MessageRow
 from lomo.ids import new_id

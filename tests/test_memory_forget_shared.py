@@ -16,8 +16,8 @@ import pytest
 from temporalio.client import Client
 
 import activities.memory
-from api.memory_dispatch import forget_and_wait, request_extraction, request_forget, workflow_id
-from api.relay import relay_once
+from api.dispatch.memory import forget_and_wait, request_extraction, request_forget, workflow_id
+from api.services.relay import relay_once
 from lomo import clock
 from lomo.db.models import Card, MessageRow
 from lomo.ids import new_id

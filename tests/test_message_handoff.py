@@ -9,7 +9,7 @@ from resolving the client), and with Temporal going down after the api connected
 client's retries held the request ~10 s and then answered 500 (main thread) or a false
 409 "task is not running" (a direct message). Here the request must answer 202 within
 `handoff_wait_seconds` with the message stored, and the message must reach its task or
-the main thread once Temporal (or a worker) is back, through the relay (`api/relay.py`)
+the main thread once Temporal (or a worker) is back, through the relay (`api/services/relay.py`)
 or the update the server kept.
 """
 
@@ -27,8 +27,8 @@ from temporalio.client import Client
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from activities.registry import build_activities
-from api.dispatch import deliver_to_task
-from api.relay import relay_once
+from api.dispatch.tasks import deliver_to_task
+from api.services.relay import relay_once
 from cli.worker import make_worker
 from lomo.db.models import MessageRow, Task
 from lomo.errors import Conflict

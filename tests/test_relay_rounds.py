@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-import api.relay as relay
+import api.services.relay as relay
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.settings import Settings

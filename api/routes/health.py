@@ -1,35 +1,24 @@
+"""Liveness and readiness, unauthenticated (probes and `lomo up` call them)."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
-from sqlalchemy import text
+from fastapi import APIRouter, Response
 
-from api.deps import DbDep
+from api.deps import DbDep, TemporalGetterDep
+from api.schemas.health import Alive, Readiness
+from api.services.health import readiness
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz() -> Alive:
+    return Alive(status="ok")
 
 
-@router.get("/readyz")
-async def readyz(request: Request, db: DbDep) -> JSONResponse:
-    checks: dict[str, str] = {}
-    try:
-        async with db.session() as s:
-            await s.execute(text("SELECT 1"))
-        checks["db"] = "ok"
-    except Exception as e:  # readiness reports, it does not raise
-        checks["db"] = f"error: {e}"
-    try:
-        client = await request.app.state.temporal()
-        await client.service_client.check_health()
-        checks["temporal"] = "ok"
-    except Exception as e:
-        checks["temporal"] = f"error: {e}"
-    ok = all(v == "ok" for v in checks.values())
-    # `service` lets `lomo up` tell its own api from another server holding the port.
-    body = {"service": "lomo-api", "ready": ok, "checks": checks}
-    return JSONResponse(body, status_code=200 if ok else 503)
+@router.get("/readyz", responses={503: {"model": Readiness, "description": "Not ready"}})
+async def readyz(response: Response, db: DbDep, temporal: TemporalGetterDep) -> Readiness:
+    ready = await readiness(db, temporal)
+    if not ready.ready:
+        response.status_code = 503
+    return ready

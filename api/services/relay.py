@@ -10,7 +10,7 @@ same message, or a relay racing the request's own late hand-off, change nothing 
 
 Answered cards the same way: answering commits first, then hands the answer on (its
 effect, e.g. a forget cascade or a clarify routing, and its task's and flow run's wake-up;
-`api/card_handoff.py`, each idempotent). A card answered longer ago than the relay period
+`api/services/card_handoff.py`, each idempotent). A card answered longer ago than the relay period
 with no `handed_at` gets its hand-offs again.
 """
 
@@ -19,13 +19,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import select
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.card_handoff import HandoffState, hand_on
-from api.handoff import TIMED_OUT, arrived, hand_over_stored, mark_handed
+from api.dispatch import TemporalGetter
+from api.services.card_effects import HandoffState
+from api.services.card_handoff import hand_on
+from api.services.handoff import TIMED_OUT, arrived, hand_over_stored, mark_handed
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow
@@ -48,7 +50,7 @@ def _temporal_down(e: BaseException) -> bool:
 
 
 async def relay_once(
-    db: Database, temporal: Any, settings: Settings, assets: BlobStore | None = None
+    db: Database, temporal: Client, settings: Settings, assets: BlobStore | None = None
 ) -> int:
     """Hand over what a failed hand-off left behind (stored messages, answered cards);
     returns how many were handed over. `assets`: the api's blob store (a delete card's
@@ -58,7 +60,7 @@ async def relay_once(
     )
 
 
-async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> int:
+async def _relay_messages(db: Database, temporal: Client, settings: Settings) -> int:
     cutoff = clock.now() - timedelta(seconds=settings.handoff_relay_seconds)
     async with db.session() as s:
         stranded = list(
@@ -94,7 +96,9 @@ async def _relay_messages(db: Database, temporal: Any, settings: Settings) -> in
     return done
 
 
-async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: BlobStore) -> int:
+async def _relay_cards(
+    db: Database, temporal: Client, settings: Settings, assets: BlobStore
+) -> int:
     # A request still inside its own bounded hand-off may race the relay when the relay
     # period is shorter than `handoff_wait_seconds`: harmless, each hand-off being
     # idempotent (the defaults are equal).
@@ -113,7 +117,7 @@ async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: 
             )
         )
 
-    async def client() -> Any:
+    async def client() -> Client:
         return temporal
 
     state = HandoffState(db, settings, assets, client)
@@ -136,9 +140,9 @@ async def _relay_cards(db: Database, temporal: Any, settings: Settings, assets: 
 
 
 async def relay_loop(
-    db: Database, temporal: Any, settings: Settings, assets: BlobStore | None = None
+    db: Database, temporal: TemporalGetter, settings: Settings, assets: BlobStore | None = None
 ) -> None:
-    """`temporal` is the api's lazy client getter (connects on first use)."""
+    """Every `handoff_relay_seconds`, one round; `temporal` connects on first use."""
     while True:
         await asyncio.sleep(settings.handoff_relay_seconds)
         try:

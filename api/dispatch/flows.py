@@ -10,7 +10,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from activities.flow_types import FlowRunInput
-from api.dispatch import workflow_gone
+from api.dispatch.tasks import workflow_gone
 from flows.graph import run_of_call
 from lomo.db.models import Card
 from lomo.errors import Conflict

@@ -1,7 +1,7 @@
 """Handing an answered card on to Temporal: its kind's after-commit effect (clarify → the
 person's main thread, forget → the memory cascade, delete → purging the bytes), then the
 wake-up of its task and of its flow run; and the record that all of them went through
-(`cards.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the card route
+(`cards.handed_at`), which the relay (`api/services/relay.py`) reads. No HTTP here: the card route
 and the relay call these.
 
 The answer is committed first, so a hand-off that times out or fails (Temporal restarting,
@@ -16,36 +16,18 @@ object's bytes finds nothing the second time.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
-
 from sqlalchemy import update
-from temporalio.client import Client
 
-from api.card_effects import EFFECTS
-from api.dispatch import card_answered
-from api.flow_dispatch import flow_card_answered
-from api.handoff import within_bound
+from api.dispatch.flows import flow_card_answered
+from api.dispatch.tasks import card_answered
+from api.services.card_effects import EFFECTS, HandoffState
+from api.services.handoff import within_bound
 from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card
-from lomo.settings import Settings
-from workspace.store import BlobStore
 
 
-@dataclass
-class HandoffState:
-    """What an after-commit effect reads; the api's `app.state` has the same fields, the
-    relay builds this."""
-
-    db: Database
-    settings: Settings
-    assets: BlobStore
-    temporal: Callable[[], Awaitable[Client]]
-
-
-async def hand_on(state: Any, card: Card) -> None:
+async def hand_on(state: HandoffState, card: Card) -> None:
     """All of the answer's hand-offs, in order (the effect first: a confirmed forget runs
     before the card's task wakes), then the record. Raises if one did not go through."""
     effect = EFFECTS.get(card.kind)
@@ -58,7 +40,7 @@ async def hand_on(state: Any, card: Card) -> None:
     await mark_card_handed(state.db, card.id)
 
 
-async def hand_on_bounded(state: Any, card: Card) -> bool:
+async def hand_on_bounded(state: HandoffState, card: Card) -> bool:
     """The request's hand-off: at most `handoff_wait_seconds`. The answer is stored,
     so a hand-off that times out or fails is left to the relay and the request still
     answers with the card; a 500 here would tell the person their answer was lost when it

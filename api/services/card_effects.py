@@ -8,27 +8,41 @@ the api layer may start workflows.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from dataclasses import dataclass
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from api.dispatch import route_via_main
-from api.memory_dispatch import forget_and_wait, request_forget
+from api.dispatch import TemporalGetter
+from api.dispatch.memory import forget_and_wait, request_forget
+from api.dispatch.tasks import route_via_main
 from lomo.cards import CardEffect, confirmed
+from lomo.db.engine import Database
 from lomo.db.models import Card
+from lomo.settings import Settings
 from memory.models import ForgetRecord
 from money.cards import PRICE_EFFECT
 from tools.checklist import DECISION_EFFECT
 from workspace.cards import DELETE_EFFECT
+from workspace.store import BlobStore
 
 
-async def _hand_to_main_thread(state: Any, card: Card) -> None:
+@dataclass
+class HandoffState:
+    """What an answer's hand-offs read: the api's (`api/deps.py`) or the relay's."""
+
+    db: Database
+    settings: Settings
+    assets: BlobStore
+    temporal: TemporalGetter
+
+
+async def _hand_to_main_thread(state: HandoffState, card: Card) -> None:
     # The same door every unrouted message uses, so the answer is serialized with the
     # person's other messages; the main thread routes it without a model call.
     await route_via_main(await state.temporal(), state.settings, card.user_id, card.id)
 
 
-async def _start_cascade(state: Any, card: Card) -> None:
+async def _start_cascade(state: HandoffState, card: Card) -> None:
     """Forget before anything else hears of the answer (the card's task wakes after this),
     bounded: if the worker is slow the cascade still runs, just after the wake-up."""
     if not confirmed(card) or await _forgotten(state, card):
@@ -48,7 +62,7 @@ async def _start_cascade(state: Any, card: Card) -> None:
         await request_forget(client, state.settings, card.user_id, card.id)
 
 
-async def _forgotten(state: Any, card: Card) -> bool:
+async def _forgotten(state: HandoffState, card: Card) -> bool:
     """The cascade already ran (a repeated hand-off, e.g. the relay after a lost mark):
     signalling again would only run the memory activity once more to find its record."""
     async with state.db.session() as s:

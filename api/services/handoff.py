@@ -1,7 +1,7 @@
 """Handing a stored message to Temporal: to its task (an explicit target) or to the
 person's main thread, plus memory extraction; and the record that Temporal took it
-(`messages.handed_at`), which the relay (`api/relay.py`) reads. No HTTP here: the
-message routes and the relay call these.
+(`messages.handed_at`), which the relay (`api/services/relay.py`) reads. Message
+acceptance (`api/services/messages.py`) and the relay call these.
 
 The message is committed first, so a hand-off that times out or fails (no worker to take
 a task's `message` update, the dev server restarting while the client retries) loses
@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
 
 from sqlalchemy import update
 from temporalio.client import Client, RPCTimeoutOrCancelledError
 
-from api.dispatch import deliver_to_task, route_via_main
-from api.memory_dispatch import request_extraction
+from api.dispatch import TemporalGetter
+from api.dispatch.memory import request_extraction
+from api.dispatch.tasks import deliver_to_task, route_via_main
 from lomo import clock
+from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.errors import Conflict
 from lomo.settings import Settings
@@ -31,7 +32,9 @@ from lomo.telemetry import MESSAGES_ROUTED
 log = logging.getLogger(__name__)
 
 
-async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow) -> None:
+async def hand_over_stored(
+    db: Database, temporal: Client, settings: Settings, m: MessageRow
+) -> None:
     """Hand a stored message over (again) and record that Temporal took it. A direct
     message whose task is no longer running goes to the main thread, which starts the
     task again in place (as accept does for a finished task)."""
@@ -45,7 +48,7 @@ async def hand_over_stored(db: Any, temporal: Any, settings: Any, m: MessageRow)
     await mark_handed(db, m.id)
 
 
-async def mark_handed(db: Any, *message_ids: str) -> None:
+async def mark_handed(db: Database, *message_ids: str) -> None:
     async with db.session() as s:
         await s.execute(
             update(MessageRow)
@@ -63,19 +66,19 @@ class _Marks:
     the one writer) in its latency; batched, a burst of accepts shares one."""
 
     def __init__(self) -> None:
-        self._pending: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-        self._writer: weakref.WeakKeyDictionary[Any, asyncio.Task[None]] = (
+        self._pending: weakref.WeakKeyDictionary[Database, set[str]] = weakref.WeakKeyDictionary()
+        self._writer: weakref.WeakKeyDictionary[Database, asyncio.Task[None]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def add(self, db: Any, message_id: str) -> None:
+    def add(self, db: Database, message_id: str) -> None:
         self._pending.setdefault(db, set()).add(message_id)
         writer = self._writer.get(db)
         loop = asyncio.get_running_loop()
         if writer is None or writer.done() or writer.get_loop() is not loop:
             self._writer[db] = loop.create_task(self._write(db))
 
-    async def _write(self, db: Any) -> None:
+    async def _write(self, db: Database) -> None:
         # Ids added while an UPDATE runs wait for the next one: under load they pile up
         # and go together. Ends without an await once nothing is pending, so an `add`
         # never meets a writer that has stopped taking ids but is not done yet.
@@ -103,7 +106,7 @@ def arrived(m: MessageRow) -> bool:
 
 
 async def hand_over(
-    temporal: Any, settings: Any, user_id: str, message_id: str, direct_task: str | None
+    temporal: Client, settings: Settings, user_id: str, message_id: str, direct_task: str | None
 ) -> None:
     """To the task itself (an explicit target) or to the main thread. Repeating it is
     harmless: the task's inbox and the main thread's queue hold an id once, a task takes an
@@ -134,8 +137,8 @@ async def hand_over(
 
 
 async def hand_over_bounded(
-    db: Any,
-    temporal: Callable[[], Awaitable[Client]],
+    db: Database,
+    temporal: TemporalGetter,
     settings: Settings,
     m: MessageRow,
     *,

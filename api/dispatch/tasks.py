@@ -1,4 +1,5 @@
-"""Hand messages and events to workflows (no HTTP here; routes call these)."""
+"""The person's main thread and tasks: messages, generation events and task controls (pause,
+resume, stop, archive, promote) sent to their workflows."""
 
 from __future__ import annotations
 

@@ -1,0 +1,74 @@
+"""Workspace objects (documents, flows, assets) and their versions."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from api.schemas.common import MAX_DB_INT
+
+
+class ObjectIn(BaseModel):
+    type: Literal["document", "flow", "asset"]
+    name: str = Field(min_length=1, max_length=300)
+    # documents {"text"}; flows {"nodes"}; assets {"media_type", "data_base64", ...}
+    content: dict[str, Any]
+
+
+class WriteIn(BaseModel):
+    base_version: int = Field(ge=1, le=MAX_DB_INT)
+    content: dict[str, Any]
+
+
+class EditIn(BaseModel):
+    base_version: int | None = Field(default=None, ge=1, le=MAX_DB_INT)
+    edits: list[dict[str, Any]] | None = None  # documents
+    nodes: dict[str, dict[str, Any] | None] | None = None  # flows
+
+
+class ObjectSummary(BaseModel):
+    object_id: str
+    type: str
+    name: str
+    version: int
+
+
+class ObjectList(BaseModel):
+    objects: list[ObjectSummary]
+
+
+class ObjectView(BaseModel):
+    object_id: str
+    type: str
+    name: str
+    version: int = Field(description="the version shown")
+    current_version: int
+    content: dict[str, Any]
+    created_by: str = Field(description='"user" or "task:{id}:{call_id}"')
+    created_at: str
+    task_ids: list[str]
+
+
+class VersionEntry(BaseModel):
+    version: int
+    created_by: str
+    created_at: str
+    summary: str = Field(description="what changed against the previous version")
+
+
+class VersionList(BaseModel):
+    object_id: str
+    versions: list[VersionEntry]
+
+
+class Written(BaseModel):
+    object_id: str
+    type: str
+    name: str
+    version: int
+    base_version: int
+    summary: str
+    others_changed: list[str] | None = Field(
+        default=None, description="flows only: nodes other writers changed meanwhile"
+    )

@@ -1,0 +1,81 @@
+"""Tasks: their state, checklist, cards, and the context of their last model call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.cards import CardView
+
+
+class ResumeIn(BaseModel):
+    """Optional raised limits for a task the runtime stopped at a limit."""
+
+    max_steps_per_turn: int | None = Field(default=None, ge=1, le=1000)
+    max_turns_without_progress: int | None = Field(default=None, ge=1, le=1000)
+
+
+class ChecklistItemView(BaseModel):
+    id: str
+    title: str
+    status: str = Field(description="open, in_progress, done, blocked or skipped")
+    requires_confirmation: bool
+    artifacts: list[Any]
+    note: str
+
+
+class TaskView(BaseModel):
+    task_id: str
+    kind: str = Field(description="persistent or lightweight")
+    status: str
+    status_reason: str
+    goal: str
+    summary: str
+    language: str
+    turn: int
+    checklist: list[ChecklistItemView]
+    cards: list[CardView]
+    waiting_on: list[Any]
+    artifacts: list[str] = Field(description="ids of the objects the task made")
+    created_at: str
+    updated_at: str
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskView]
+
+
+class ContextLayer(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    text: str
+    tokens: int
+    cached: bool | str = Field(
+        description="true: the same bytes as the step before (the prompt cache serves "
+        'them); "partly": the history up to that step'
+    )
+
+
+class ToolTokens(BaseModel):
+    core: int
+    loaded: int
+
+
+class ContextView(BaseModel):
+    layers: list[ContextLayer]
+    tools: list[str]
+    total_tokens: int
+    turn: int
+    step: int
+    loaded_domains: list[str]
+    tool_tokens: ToolTokens
+    prefix_changes: list[str]
+    prefix_events: list[str] = Field(
+        description="appended without touching the prefix: domain loads and unloads, "
+        "profile additions"
+    )
+    usage: dict[str, Any] = Field(
+        description="what the model provider reported for that request (prompt-cache "
+        "reads and writes)"
+    )

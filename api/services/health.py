@@ -1,0 +1,28 @@
+"""Readiness: can this api reach its database and Temporal."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from api.dispatch import TemporalGetter
+from api.schemas.health import Checks, Readiness
+from lomo.db.engine import Database
+
+
+async def readiness(db: Database, temporal: TemporalGetter) -> Readiness:
+    """Reports, never raises: each check is "ok" or the error it met."""
+    try:
+        async with db.session() as s:
+            await s.execute(text("SELECT 1"))
+        db_check = "ok"
+    except Exception as e:
+        db_check = f"error: {e}"
+    try:
+        client = await temporal()
+        await client.service_client.check_health()
+        temporal_check = "ok"
+    except Exception as e:
+        temporal_check = f"error: {e}"
+    checks = Checks(db=db_check, temporal=temporal_check)
+    ready = db_check == temporal_check == "ok"
+    return Readiness(service="lomo-api", ready=ready, checks=checks)

@@ -1,0 +1,157 @@
+"""Accepting a person's message: check it, store it with its routing (an explicit target,
+a task, a card or an object of one task, is settled here without a model call), then hand
+it to Temporal within a bound (`api/services/handoff.py`). Reading one back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.dispatch import TemporalGetter
+from api.schemas.messages import MessageAccepted, MessageIn, MessageView, Routing
+from api.services.handoff import arrived, hand_over_bounded
+from lomo.db.engine import Database
+from lomo.db.models import MessageRow, User
+from lomo.errors import NotFound, TooLarge
+from lomo.events import append_event
+from lomo.ids import new_id
+from lomo.settings import Settings
+from money.policy import set_autonomy
+from routing.deterministic import resolve_target
+from workspace.store import get_object, link_task
+
+
+async def accept_message(
+    db: Database,
+    temporal: TemporalGetter,
+    settings: Settings,
+    user: User,
+    body: MessageIn,
+    channel: str,
+) -> MessageAccepted:
+    """Store the message, then hand it to Temporal within `handoff_wait_seconds`.
+    `temporal` is called only after the message is stored: a Temporal that is down does
+    not refuse it."""
+    if len(body.text) > settings.max_message_chars:
+        raise TooLarge(
+            f"the text has {len(body.text)} characters; the limit is {settings.max_message_chars}",
+            limit_chars=settings.max_message_chars,
+        )
+    async with db.session() as s:
+        old = await _same_client_message(s, user.id, body.client_message_id)
+        msg = old or await _store(s, user.id, body, channel)
+    if msg is None:  # a concurrent duplicate won the race: answer as for a retry
+        return await accept_message(db, temporal, settings, user, body, channel)
+    if old is not None:
+        # The same client message again stores nothing new, but unless it has visibly
+        # arrived it is handed over again: the first attempt may have stored it and then
+        # not reached Temporal (the api died, its bounded hand-off timed out or failed, or
+        # the client gave up waiting), and a 202 must mean the message is on its way. Both
+        # hand-offs are idempotent.
+        if not arrived(old):
+            await hand_over_bounded(db, temporal, settings, old, first=False)
+        return MessageAccepted(message_id=old.id, routing=routing_view(old))
+    # Persisted first (evidence), handed over second, within a bound: a crash in between,
+    # or a hand-off that timed out or failed (no worker takes the task's update, Temporal
+    # restarting), leaves a stored message that the client's retry with the same
+    # client_message_id hands over, or, when no retry comes, the relay.
+    await hand_over_bounded(db, temporal, settings, msg, first=True)
+    return MessageAccepted(message_id=msg.id, routing=routing_view(msg))
+
+
+async def _store(s: AsyncSession, user_id: str, body: MessageIn, channel: str) -> MessageRow | None:
+    """The message with its routing, its events and links; None if a concurrent request
+    with the same client_message_id stored it first."""
+    # Explicit targets are settled here, after checking the task can take the message.
+    target = await resolve_target(s, user_id, body.task_id, body.card_id, body.object_id)
+    task_id = target.task_id
+    # Everything the message points at must be the person's, with or without a task:
+    # another person's object is 404 and nothing is kept.
+    objects = list(dict.fromkeys(o for o in (body.object_id, *body.attachments) if o))
+    for oid in objects:
+        await get_object(s, user_id, oid)
+    # A finished task (e.g. a completed lightweight one) is started again in place by the
+    # main thread; the routing is still deterministic.
+    direct = task_id is not None and not target.restart
+    msg = MessageRow(
+        id=new_id("msg"),
+        user_id=user_id,
+        text=body.text,
+        client_message_id=body.client_message_id,
+        target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
+        routing_status="routed" if direct else "pending",
+        deterministic=task_id is not None,
+        decision="existing" if task_id else None,
+        task_id=task_id,
+        channel=channel,
+    )
+    s.add(msg)
+    try:
+        await s.flush()
+    except IntegrityError:
+        await s.rollback()
+        return None
+    await _record(s, msg, objects, direct)
+    return msg
+
+
+async def _record(s: AsyncSession, msg: MessageRow, objects: list[str], direct: bool) -> None:
+    """The stored message's events, and what it changes about its task."""
+    await append_event(s, msg.user_id, "message.received", {"message_id": msg.id})
+    if msg.task_id and msg.channel == "api":
+        # A task driven through the open API confirms each paid call.
+        await set_autonomy(s, msg.user_id, msg.task_id, "ask")
+    if msg.task_id:
+        # The task references what the message points at (change notices follow).
+        for oid in objects:
+            await link_task(s, msg.task_id, oid)
+    if direct:
+        await append_event(
+            s,
+            msg.user_id,
+            "message.routed",
+            {"message_id": msg.id, "task_id": msg.task_id, "deterministic": True},
+        )
+
+
+async def _same_client_message(
+    s: AsyncSession, user_id: str, client_id: str | None
+) -> MessageRow | None:
+    if not client_id:
+        return None
+    row: MessageRow | None = await s.scalar(
+        select(MessageRow).where(
+            MessageRow.user_id == user_id, MessageRow.client_message_id == client_id
+        )
+    )
+    return row
+
+
+async def get_message(s: AsyncSession, user_id: str, message_id: str) -> MessageView:
+    m = await s.get(MessageRow, message_id)
+    if m is None or m.user_id != user_id:
+        raise NotFound(f"no message {message_id}")
+    return message_view(m)
+
+
+def routing_view(m: MessageRow) -> Routing:
+    routing: dict[str, Any] = {"status": m.routing_status, "deterministic": m.deterministic}
+    if m.decision:
+        routing["decision"] = m.decision
+    if m.task_id:
+        routing["task_id"] = m.task_id
+    return Routing.model_validate(routing)
+
+
+def message_view(m: MessageRow) -> MessageView:
+    out: dict[str, Any] = {"message_id": m.id, "text": m.text, "routing": routing_view(m)}
+    if m.processed_turn is not None:
+        out["processed"] = {
+            "task_id": m.task_id,
+            "turn": m.processed_turn,
+            "step": m.processed_step,
+        }
+    return MessageView.model_validate(out)

@@ -1,0 +1,173 @@
+"""Workspace objects as the person edits them. Each edit changes rows and emits
+`object.version`; it never wakes a task (tasks see edits as change notices)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.schemas.common import CardRef
+from api.schemas.objects import (
+    EditIn,
+    ObjectIn,
+    ObjectList,
+    ObjectSummary,
+    ObjectView,
+    VersionList,
+    WriteIn,
+    Written,
+)
+from lomo.db.models import ObjectVersion, WorkObject
+from lomo.errors import InvalidInput, NotFound, TooLarge
+from lomo.events import append_event
+from workspace import store, writes
+from workspace.cards import request_delete
+from workspace.edits import parse_edits
+from workspace.store import BlobStore
+
+
+def _summary(o: WorkObject) -> dict[str, Any]:
+    return {"object_id": o.id, "type": o.type, "name": o.name, "version": o.version}
+
+
+def _asset_bytes(content: dict[str, Any], limit: int) -> tuple[dict[str, Any], bytes, str]:
+    """Split an asset upload into its stored content (without the bytes) and the bytes."""
+    media_type = content.get("media_type")
+    if not isinstance(media_type, str) or "/" not in media_type or len(media_type) > 80:
+        raise InvalidInput("an asset needs a 'media_type' such as image/png")
+    try:
+        data = base64.b64decode(str(content.get("data_base64", "")), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise InvalidInput("'data_base64' is not valid base64") from e
+    if not data:
+        raise InvalidInput("an asset needs at least one byte")
+    if len(data) > limit:
+        raise TooLarge(
+            f"the file is {len(data) / 1e6:.1f} MB; uploads are limited to {limit / 1e6:.1f} MB",
+            limit_bytes=limit,
+        )
+    rest = {k: v for k, v in content.items() if k != "data_base64"}
+    return rest, data, media_type
+
+
+async def list_objects(s: AsyncSession, user_id: str, type: str | None) -> ObjectList:
+    q = select(WorkObject).where(WorkObject.user_id == user_id, WorkObject.deleted.is_(False))
+    if type:
+        q = q.where(WorkObject.type == type)
+    rows = await s.scalars(q.order_by(WorkObject.created_at))
+    return ObjectList.model_validate({"objects": [_summary(o) for o in rows]})
+
+
+async def create(
+    s: AsyncSession, assets: BlobStore, user_id: str, body: ObjectIn, max_upload_bytes: int
+) -> ObjectSummary:
+    if body.type == "asset":
+        content, data, media_type = _asset_bytes(body.content, max_upload_bytes)
+        provenance = {k: v for k, v in content.items() if k != "media_type"}
+        o = await store.create_asset(
+            s, assets, user_id, body.name, data, media_type, store.PERSON, provenance
+        )
+    else:
+        o = await store.create_object(s, user_id, body.type, body.name, body.content, store.PERSON)
+    summary = _summary(o)
+    await append_event(
+        s, user_id, "object.version", {**summary, "created_by": store.PERSON, "summary": "created"}
+    )
+    return ObjectSummary.model_validate(summary)
+
+
+async def read(s: AsyncSession, user_id: str, object_id: str, version: int | None) -> ObjectView:
+    o, v = await store.get_version(s, user_id, object_id, version)
+    return ObjectView(
+        object_id=o.id,
+        type=o.type,
+        name=o.name,
+        version=v.version,
+        current_version=o.version,
+        content=v.content,
+        created_by=v.created_by,
+        created_at=v.created_at.isoformat(),
+        task_ids=await store.task_ids_for(s, o.id),
+    )
+
+
+async def versions(s: AsyncSession, user_id: str, object_id: str) -> VersionList:
+    """Every version kept: who made it, when, and what changed against the previous one."""
+    o = await store.get_live(s, user_id, object_id)
+    rows = await s.scalars(
+        select(ObjectVersion).where(ObjectVersion.object_id == o.id).order_by(ObjectVersion.version)
+    )
+    return VersionList.model_validate(
+        {
+            "object_id": o.id,
+            "versions": [
+                {
+                    "version": v.version,
+                    "created_by": v.created_by,
+                    "created_at": v.created_at.isoformat(),
+                    "summary": v.summary,
+                }
+                for v in rows
+            ],
+        }
+    )
+
+
+async def write(
+    s: AsyncSession,
+    assets: BlobStore,
+    user_id: str,
+    object_id: str,
+    body: WriteIn,
+    max_upload_bytes: int,
+) -> Written:
+    """A whole new version on top of `base_version` (an asset's: new bytes)."""
+    o = await store.get_live(s, user_id, object_id)
+    content = body.content
+    blob = None
+    if o.type == "asset":
+        content, data, media_type = _asset_bytes(content, max_upload_bytes)
+        blob = (assets, data, media_type)
+    w = await writes.write_object(
+        s, user_id, object_id, body.base_version, content, store.PERSON, blob=blob
+    )
+    return Written.model_validate(w.view())
+
+
+async def edit(s: AsyncSession, user_id: str, object_id: str, body: EditIn) -> Written:
+    """A document's text edits, or a flow's node changes."""
+    o = await store.get_live(s, user_id, object_id)
+    if o.type == "document":
+        edits = parse_edits(body.edits or [])
+        w = await writes.edit_document(
+            s, user_id, object_id, edits, store.PERSON, body.base_version
+        )
+    elif o.type == "flow":
+        if body.base_version is None or body.nodes is None:
+            raise InvalidInput("a flow edit needs base_version and nodes")
+        w = await writes.edit_flow(
+            s, user_id, object_id, body.base_version, body.nodes, store.PERSON
+        )
+    else:
+        raise InvalidInput("assets are replaced with PUT, not edited")
+    return Written.model_validate(w.view())
+
+
+async def ask_to_delete(s: AsyncSession, user_id: str, object_id: str) -> CardRef:
+    """Deletion is irreversible: it happens only when the person confirms the card."""
+    card = await request_delete(s, user_id, object_id)
+    return CardRef(card_id=card.id)
+
+
+async def blob(
+    s: AsyncSession, assets: BlobStore, user_id: str, object_id: str, version: int | None
+) -> tuple[bytes, str | None]:
+    """An asset version's bytes and media type."""
+    _, v = await store.get_version(s, user_id, object_id, version)
+    if not v.blob_path:
+        raise NotFound(f"object {object_id} has no bytes")
+    return assets.get(v.blob_path), v.media_type

@@ -1,0 +1,38 @@
+"""The person's timeline: a view over the event log of what they said, the replies, and
+the tasks and cards that came of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.schemas.thread import Thread
+from lomo.db.models import Event, MessageRow
+
+THREAD_EVENTS = ("message.received", "task.reply", "task.created", "task.status", "card.created")
+
+
+async def thread(s: AsyncSession, user_id: str, after: int, limit: int) -> Thread:
+    rows = list(
+        await s.scalars(
+            select(Event)
+            .where(Event.user_id == user_id, Event.seq > after, Event.type.in_(THREAD_EVENTS))
+            .order_by(Event.seq)
+            .limit(limit)
+        )
+    )
+    # The event holds the message's id; its text is the message's own.
+    ids = [e.data["message_id"] for e in rows if e.type == "message.received"]
+    texts = {
+        m.id: m.text for m in await s.scalars(select(MessageRow).where(MessageRow.id.in_(ids)))
+    }
+    items = []
+    for e in rows:
+        item: dict[str, Any] = {"seq": e.seq, "type": e.type, "at": e.created_at.isoformat()}
+        item.update(e.data)
+        if e.type == "message.received":
+            item["text"] = texts.get(e.data["message_id"], "")
+        items.append(item)
+    return Thread.model_validate({"items": items})
