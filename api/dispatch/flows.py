@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -60,8 +61,8 @@ async def signal_flow_node(client: Client, call_id: str, order_id: str, status: 
     if run_id is None:
         return False
     try:
-        await client.get_workflow_handle(flow_workflow_id(run_id)).signal(
-            "node_event", GenerationEvent(order_id, status)
+        await _run(client, run_id).signal(
+            FlowRunWorkflow.node_event, GenerationEvent(order_id, status)
         )
     except RPCError:
         pass  # the run ended; its next attempt reads the order from the DB
@@ -75,11 +76,13 @@ async def flow_card_answered(client: Client, card: Card) -> None:
     if not run_id:
         return
     try:
-        await client.get_workflow_handle(flow_workflow_id(str(run_id))).signal(
-            "card_answered", card.id
-        )
+        await _run(client, str(run_id)).signal(FlowRunWorkflow.card_answered, card.id)
     except RPCError as e:
         # The run ended: the answer is durable, its next attempt reads it. Temporal down is
         # raised, so the card's hand-off stays owed and the relay sends it again.
         if not workflow_gone(e):
             raise
+
+
+def _run(client: Client, run_id: str) -> WorkflowHandle[FlowRunWorkflow, Any]:
+    return client.get_workflow_handle_for(FlowRunWorkflow.run, flow_workflow_id(run_id))

@@ -43,19 +43,23 @@ async def request_extraction(
     client: Client, settings: Settings, user_id: str, message_id: str
 ) -> None:
     """Called by the api for every accepted message: extraction runs in the background."""
-    await _signal(client, settings, user_id, "extract", message_id)
+    await _signal(client, settings, user_id, MemoryWorkflow.extract.__name__, message_id)
 
 
 async def request_forget(client: Client, settings: Settings, user_id: str, card_id: str) -> None:
-    await _signal(client, settings, user_id, "forget", card_id)
+    await _signal(client, settings, user_id, MemoryWorkflow.forget.__name__, card_id)
 
 
 async def request_correction(
     client: Client, settings: Settings, user_id: str, evidence_id: str
 ) -> CorrectOutput:
     start = _with_start(settings, user_id)
+    # The SDK's overloads for update-with-start do not accept an async handler's method
+    # (they expect its result type, not a coroutine); the call is right at run time.
     result: CorrectOutput = await client.execute_update_with_start_workflow(
-        "correct", evidence_id, start_workflow_operation=start, result_type=CorrectOutput
+        MemoryWorkflow.correct,  # type: ignore[arg-type]
+        evidence_id,
+        start_workflow_operation=start,
     )
     return result
 
@@ -64,6 +68,8 @@ async def forget_and_wait(client: Client, settings: Settings, user_id: str, card
     """Run the confirmed forget now and return once it ran (or why it will run later)."""
     start = _with_start(settings, user_id)
     result: str = await client.execute_update_with_start_workflow(
-        "forget_and_wait", card_id, start_workflow_operation=start, result_type=str
+        MemoryWorkflow.forget_and_wait,  # type: ignore[arg-type]
+        card_id,
+        start_workflow_operation=start,
     )
     return result

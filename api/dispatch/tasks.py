@@ -3,7 +3,9 @@ resume, stop, archive, promote) sent to their workflows."""
 
 from __future__ import annotations
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -11,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from lomo.errors import Conflict
 from lomo.settings import Settings
 from workflows.main_thread import MainThreadWorkflow
+from workflows.task import TaskWorkflow
 from workflows.types import GenerationEvent, MainThreadInput, ResumeInput
 
 
@@ -21,17 +24,18 @@ async def route_via_main(client: Client, settings: Settings, user_id: str, messa
         MainThreadInput(user_id),
         id=f"main:{user_id}",
         task_queue=settings.task_queue,
-        start_signal="route",
+        start_signal=MainThreadWorkflow.route.__name__,
         start_signal_args=[message_id],
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
     )
 
 
-async def _update(client: Client, task_id: str, name: str, *args: object) -> str:
-    """Send an update to a task; its validator's refusal becomes a 409 with the reason."""
-    handle = client.get_workflow_handle(f"task:{task_id}")
+async def _update(client: Client, task_id: str, update: Any, *args: object) -> str:
+    """Send an update (a `TaskWorkflow` method) to a task; its validator's refusal becomes
+    a 409 with the reason."""
+    handle = client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
     try:
-        return str(await handle.execute_update(name, args=list(args)))
+        return str(await handle.execute_update(update, args=list(args)))
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
@@ -47,9 +51,9 @@ async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
     """A message to its task: the task's refusal, or its workflow having ended, is a 409.
     Temporal being unreachable is raised as it is: the message is stored and owed (the
     relay hands it over), and "the task is not running" would be untrue."""
-    handle = client.get_workflow_handle(f"task:{task_id}")
+    handle = client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
     try:
-        return str(await handle.execute_update("message", message_id))
+        return await handle.execute_update(TaskWorkflow.message, message_id)
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
@@ -60,29 +64,29 @@ async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
 
 async def signal_generation(client: Client, task_id: str, order_id: str, status: str) -> None:
     try:
-        await client.get_workflow_handle(f"task:{task_id}").signal(
-            "generation_event", GenerationEvent(order_id, status)
+        await _task(client, task_id).signal(
+            TaskWorkflow.generation_event, GenerationEvent(order_id, status)
         )
     except RPCError:
         pass  # the task ended (stopped/completed): the order is recorded, nothing to wake
 
 
 async def stop_task(client: Client, task_id: str) -> None:
-    await _update(client, task_id, "stop")
+    await _update(client, task_id, TaskWorkflow.stop)
 
 
 async def pause_task(client: Client, task_id: str) -> None:
-    await _update(client, task_id, "pause")
+    await _update(client, task_id, TaskWorkflow.pause)
 
 
 async def resume_task(client: Client, task_id: str, inp: ResumeInput) -> None:
-    await _update(client, task_id, "resume", inp)
+    await _update(client, task_id, TaskWorkflow.resume, inp)
 
 
 async def archive_task(client: Client, task_id: str) -> bool:
     """True if a running workflow took the archive; False if the workflow had ended."""
     try:
-        await _update(client, task_id, "archive")
+        await _update(client, task_id, TaskWorkflow.archive)
     except Conflict:
         return False
     return True
@@ -90,7 +94,7 @@ async def archive_task(client: Client, task_id: str) -> bool:
 
 async def promote_task(client: Client, task_id: str) -> None:
     try:
-        await client.get_workflow_handle(f"task:{task_id}").signal("promote")
+        await _task(client, task_id).signal(TaskWorkflow.promote)
     except RPCError as e:
         raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
@@ -101,12 +105,16 @@ async def card_answered(client: Client, task_id: str, card_id: str) -> None:
     being unreachable is raised, not swallowed: the wake-up is then still owed (the card's
     hand-off is not recorded, and the relay sends it again)."""
     try:
-        await client.get_workflow_handle(f"task:{task_id}").execute_update("card_answered", card_id)
+        await _task(client, task_id).execute_update(TaskWorkflow.card_answered, card_id)
     except WorkflowUpdateFailedError:
         pass  # refused: the task closed, or already took the card (a repeat)
     except RPCError as e:
         if not workflow_gone(e):
             raise
+
+
+def _task(client: Client, task_id: str) -> WorkflowHandle[TaskWorkflow, str]:
+    return client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
 
 
 def workflow_gone(e: RPCError) -> bool:
