@@ -1,4 +1,4 @@
-"""Forgetting that really forgets (ARCHITECTURE §6, article §7.3, Abb. 8).
+"""Forgetting that really forgets (docs/architecture.md#memory).
 
     evidence made unusable → versions, summaries reachable over derivation links deleted
     and emptied (CONFIRM links only detached) → versions that did not depend on it stay;
@@ -7,7 +7,7 @@
     suppression so the forgotten content is not extracted again → summaries rebuilt,
     old profile snapshots scrubbed, task goals, segment summaries and stored contexts that
     quoted it scrubbed (memory/scrub.py), profile version bumped → vectors deleted (caller,
-    after commit) → agent outputs that used deleted versions are excluded (context.py).
+    after commit) → agent outputs that used deleted versions are excluded (memory/context.py).
 
 Idempotent per forget id (the card id): a retry returns the recorded result, so the
 caller can repeat the vector work safely.

@@ -3,7 +3,7 @@
 It reads only what a real model would read (the request), answers in the language of the
 person's own words, and uses the same tools as Claude would. Each purpose has its rules in
 a module beside this one (routing, extraction, summaries, the poster task, notes, the film);
-what it covers is listed in the README.
+what it covers is listed in docs/architecture.md#processes.
 """
 
 from __future__ import annotations
