@@ -17,30 +17,29 @@ commits ring across processes, lomo/bell_relay.py; its CPU is counted in the Lom
 The bare
 side is the least a Temporal user would write: an update whose handler waits until the
 workflow ran the model activity and the tool activity, and returns the reply. A third side
-(since session 14) is that workflow keeping the conversation in Postgres as a user who
-needs it durable would (bench/bare_step.py): the message row stored before the update, the
+is that workflow keeping the conversation in Postgres as a user who needs it durable would
+(bench/bare_step.py): the message row stored before the update, the
 decision and the tool's result stored by the activities, each committed; its ratio to the
 bare step is what durability alone costs here, Lomo's ratio to it what the rest costs.
 
 Memory retrieval embeds each step's query with the embedded default's model (usem, about
 2.5 ms of CPU per new query here), and the person has memory: two preferences in the
 profile and an instruction for this task, which each step's search finds and shows with
-its source (`seed_memory`, through the memory pipeline's own extraction). Until session 13
-the bench used the tests' hash embedder (`--embedder fake`), which costs nothing, for a
-person without memories: its figures were lighter than what `make up` runs.
+its source (`seed_memory`, through the memory pipeline's own extraction). The tests' hash
+embedder (`--embedder fake`) costs nothing, and a person without memories reads none: either
+would make the figures lighter than what `make up` runs.
 
 With `--inferences 2` the model sees the tool's result and answers in a second model
 step (the usual tool loop); the bare workflow then runs three activities.
 Both workers run in this process, steps alternate platform/bare so both see the same load.
-Until session 11 the watch ran in this process too, on the workers' event loop: its reads
-took CPU from the worker's step, which the api process does not (and before the relay, a
-stream in the api process found the worker's events only by its 0.25 s poll).
+The watch runs in a process of its own, as the api's stream does: on the workers' event
+loop its reads would take CPU from the worker's step.
 After each platform step the bench waits until the task's workflow has taken in the step's
 last activity before the bare step starts (not counted in either's time; its CPU is the
 platform's): the step ends for the person when the status event is written, inside that
-activity, and the workflow task that follows used to run inside the bare step. Then each
-side's step is followed by a quiet pause (`GAP_S`), so the server's trailing work of one
-side does not land in the other's step either.
+activity, and without the wait the workflow task that follows would run inside the bare
+step. Then each side's step is followed by a quiet pause (`GAP_S`), so the server's
+trailing work of one side does not land in the other's step either.
 """
 
 from __future__ import annotations
@@ -216,7 +215,7 @@ async def seed_memory(
     plat: Platform, settings: Settings, http: httpx.AsyncClient, provider: StubModel
 ) -> None:
     """Give the person a memory, so each step's retrieval reads memories as it would for
-    anyone who has used Lomo a while (until session 13 the bench's person had none)."""
+    anyone who has used Lomo a while."""
     deps = ToolDeps(db=plat.db, http=http, assets=make_asset_store(settings), settings=settings)
     memory = MemoryActivities(deps, provider)
     for text in PROFILE_SAYS:

@@ -1,4 +1,4 @@
-"""The `lomo` command line (API.md)."""
+"""The `lomo` command line (docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -133,22 +133,10 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     stopping = False
 
     def write_stack() -> None:
-        if not stack:
-            return  # not up yet
-        stack.update(pids=sup.pids(), restarts={n: c.restarts for n, c in sup.children.items()})
-        stack["processes"] = sup.view()
-        tmp = stack_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(stack, indent=2))
-        tmp.replace(stack_file)
+        if stack:  # empty until every part answers
+            _write_stack(stack_file, stack, sup)
 
-    sup = Supervisor(
-        Backoff(
-            settings.restart_initial_seconds,
-            settings.restart_max_seconds,
-            settings.restart_reset_seconds,
-        ),
-        on_change=write_stack,
-    )
+    sup = Supervisor(_backoff(settings), on_change=write_stack)
 
     def stop(*_: object) -> None:
         nonlocal stopping
@@ -166,37 +154,13 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         try:
-            _wait_temporal(settings, start("temporal"), ready_timeout)
-            sim_url = f"{settings.resolved_sim_url}/jobs"
-            _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b)
-            worker = start("worker")
-            api_ready = f"{settings.resolved_api_url}/readyz"
-            _wait_http(api_ready, start("api"), ready_timeout, _is_lomo_api)
-            time.sleep(0.5)
-            if worker.poll() is not None:
-                raise RuntimeError(f"worker exited with {worker.returncode}")
+            _start_parts(settings, start, ready_timeout)
         except (RuntimeError, TimeoutError) as e:
             log.error("the stack did not start (%s; see %s); stopping", e, logs)
             return 1
-        stack.update(
-            api_url=settings.resolved_api_url,
-            app_url=f"{settings.resolved_api_url}/",
-            docs_url=f"{settings.resolved_api_url}/docs",
-            temporal_address=settings.resolved_temporal_address,
-            temporal_ui_url=settings.temporal_ui_url,
-            sim_url=settings.resolved_sim_url,
-            admin_token=settings.admin_token.get_secret_value(),
-            demo_token=token,
-        )
+        stack.update(_stack_info(settings, token))
         write_stack()
-        sys.stdout.write(
-            # The token rides in the fragment: the browser never sends it to the server.
-            f"Lomo is up. Open {stack['app_url']}#token={token}\n"
-            f"  API docs:     {stack['docs_url']}\n"
-            f"  Temporal UI:  {stack['temporal_ui_url']}\n  Simulator:    {stack['sim_url']}\n"
-            f"  Demo token:   {token}\n  Stack file:   {stack_file}\n"
-            "(a part that dies is restarted; Ctrl-C stops everything)\n"
-        )
+        sys.stdout.write(_banner(stack, stack_file))
         sys.stdout.flush()
         while not stopping:
             sup.tick()
@@ -205,3 +169,62 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     finally:
         sup.stop()
         stack_file.unlink(missing_ok=True)
+
+
+def _backoff(settings: Settings) -> Backoff:
+    return Backoff(
+        settings.restart_initial_seconds,
+        settings.restart_max_seconds,
+        settings.restart_reset_seconds,
+    )
+
+
+def _start_parts(
+    settings: Settings, start: Callable[[str], subprocess.Popen[bytes]], ready_timeout: float
+) -> None:
+    """Start the parts in the order they need each other, each once the one before answers;
+    raises RuntimeError or TimeoutError when a part does not come up."""
+    _wait_temporal(settings, start("temporal"), ready_timeout)
+    sim_url = f"{settings.resolved_sim_url}/jobs"
+    _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b)
+    worker = start("worker")
+    api_ready = f"{settings.resolved_api_url}/readyz"
+    _wait_http(api_ready, start("api"), ready_timeout, _is_lomo_api)
+    time.sleep(0.5)
+    if worker.poll() is not None:
+        raise RuntimeError(f"worker exited with {worker.returncode}")
+
+
+def _stack_info(settings: Settings, token: str) -> dict[str, Any]:
+    """Where the running stack answers, and its tokens: the body of stack.json."""
+    return {
+        "api_url": settings.resolved_api_url,
+        "app_url": f"{settings.resolved_api_url}/",
+        "docs_url": f"{settings.resolved_api_url}/docs",
+        "temporal_address": settings.resolved_temporal_address,
+        "temporal_ui_url": settings.temporal_ui_url,
+        "sim_url": settings.resolved_sim_url,
+        "admin_token": settings.admin_token.get_secret_value(),
+        "demo_token": token,
+    }
+
+
+def _write_stack(stack_file: Path, stack: dict[str, Any], sup: Supervisor) -> None:
+    """Refresh the children's pids and states in `stack` and replace stack.json atomically."""
+    stack.update(pids=sup.pids(), restarts={n: c.restarts for n, c in sup.children.items()})
+    stack["processes"] = sup.view()
+    tmp = stack_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(stack, indent=2))
+    tmp.replace(stack_file)
+
+
+def _banner(stack: dict[str, Any], stack_file: Path) -> str:
+    token = stack["demo_token"]
+    return (
+        # The token rides in the fragment: the browser never sends it to the server.
+        f"Lomo is up. Open {stack['app_url']}#token={token}\n"
+        f"  API docs:     {stack['docs_url']}\n"
+        f"  Temporal UI:  {stack['temporal_ui_url']}\n  Simulator:    {stack['sim_url']}\n"
+        f"  Demo token:   {token}\n  Stack file:   {stack_file}\n"
+        "(a part that dies is restarted; Ctrl-C stops everything)\n"
+    )

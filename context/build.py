@@ -1,4 +1,4 @@
-"""The context builder: stable prefix first, dynamic tail last (ARCHITECTURE §2, article §6).
+"""The context builder: stable prefix first, dynamic tail last (docs/architecture.md#context).
 
 Layers, in the order the API reads them (tools, system, messages), with cache breakpoints
 (at most four):

@@ -1,5 +1,5 @@
-"""History segments (article §6.3): which steps a context shows in full and which a segment
-summary stands for, and how one step reads as a line."""
+"""History segments (docs/architecture.md#context): which steps a context shows in full and
+which a segment summary stands for, and how one step reads as a line."""
 
 from __future__ import annotations
 

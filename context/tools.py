@@ -1,5 +1,6 @@
 """What a context shows of the tool set: the core tools, every domain's tools deferred, the
-domains a task has loaded (article §6.2). Pure functions over any mapping of tools."""
+domains a task has loaded (docs/architecture.md#context). Pure functions over any mapping
+of tools."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The event bell across processes on one host (issue 14).
+"""The event bell across processes on one host (docs/architecture.md#events).
 
 `lomo/events.py` rings a per-person bell when a transaction that appended events commits;
-it wakes the SSE streams of the same process only. The worker is another process, so the
-api's streams found its events (a reply, a task's status) by their poll alone, every
+it wakes the SSE streams of the same process only. The worker is another process, so by
+their poll alone the api's streams would find its events (a reply, a task's status) every
 `sse_poll_seconds` (0.25 s): up to a quarter second late, 125 ms on average.
 
 Here each process that serves streams listens on a Unix datagram socket in `bell_dir`

@@ -1,5 +1,5 @@
 """Heartbeats for long activity bodies: a dead worker's call is retried after the heartbeat
-timeout instead of the whole start-to-close timeout (Temporal replaces leases, ARCH §2)."""
+timeout instead of the whole start-to-close timeout (the heartbeat is Temporal's lease)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ async def heartbeating() -> AsyncIterator[None]:
     async def beat() -> None:
         # The first beat after one interval, not at once: the server's heartbeat timeout
         # runs from the attempt's start anyway, and a call that ends sooner (most tools, a
-        # cached or fast model) then costs the server no heartbeat write (issue 14).
+        # cached or fast model) then costs the server no heartbeat write.
         while True:
             await asyncio.sleep(interval)
             activity.heartbeat()

@@ -28,5 +28,5 @@ def new_id(prefix: str) -> str:
 
 
 def call_id(task_id: str, turn: int, step: int, index: int) -> str:
-    """The business idempotency key of one tool call (ARCHITECTURE §2)."""
+    """The business idempotency key of one tool call (docs/architecture.md#the-agent-step)."""
     return f"{task_id}:{turn}:{step}:{index}"

@@ -54,10 +54,10 @@ class Settings(BaseSettings):
     anthropic_model: str = "claude-sonnet-4-5"
     model_provider: Literal["auto", "anthropic", "offline"] = "auto"
 
-    # Runtime limits (short in tests; see the README)
+    # Runtime limits (short in tests; docs/operations.md#configuration)
     max_message_chars: int = 20_000
     max_upload_bytes: int = 50 * 1024 * 1024  # one asset; its JSON body may be 4/3 + 64 KiB
-    # Hostile input (README "Limits and forgery"). Rate and stream limits are counted in
+    # Hostile input (docs/api.md#limits). Rate and stream limits are counted in
     # each api process: with N replicas behind a balancer a token gets up to N times these.
     rate_limit_per_minute: int = 3000  # requests per bearer token, refilled evenly; 0 = off
     rate_limit_burst: int = 300  # requests a token may make at once before the rate applies
@@ -82,10 +82,10 @@ class Settings(BaseSettings):
     handoff_wait_seconds: float = Field(default=30.0, gt=0)
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's activity is retried after this
     # A turn shows as `running` in the LomoTaskStatus search attribute once it has run this
-    # long: a shorter turn never touches visibility (workflows/task.py, issue 14).
+    # long: a shorter turn never touches visibility (workflows/task.py).
     running_visible_seconds: float = Field(default=2.0, gt=0)
     # A turn's `running` status (and its event) is written once the model has thought this
-    # long, or with its answer if that comes first (activities/turn_status.py, issue 14).
+    # long, or with its answer if that comes first (journal/running.py).
     running_event_seconds: float = Field(default=0.25, ge=0)
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.
@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     initial_credit_cents: int = 2000
     free_confirm_cents: int = 50  # per paid operation without a question
     daily_free_cents: int = 500  # per UTC day without a question
-    # An upstream submit without an answer within this is an unclear outcome (README "Money").
+    # An upstream submit without an answer within this is an unclear outcome
+    # (docs/architecture.md#money).
     generation_submit_timeout_seconds: float = 10.0
     # Whether the generation upstream honours `idempotency_key` (a second POST with a key it
     # has seen answers that key's job and creates none; the simulator does, across its
@@ -121,25 +122,26 @@ class Settings(BaseSettings):
     restart_max_seconds: float = 30.0
     restart_reset_seconds: float = 60.0
 
-    # Observability (README "Observability"): OTLP/HTTP traces go to this collector when
-    # set (off by default); the worker serves Prometheus metrics on this port (0 = off).
+    # Observability (docs/operations.md#metrics-and-traces): OTLP/HTTP traces go to this
+    # collector when set (off by default); the worker serves Prometheus metrics on this port
+    # (0 = off).
     otel_endpoint: str | None = None
     worker_metrics_port: int = 9464
 
-    # Routing (issue 4)
+    # Routing
     embedder: Literal["usem", "fake"] = "usem"  # "fake": seeded hash embedder for tests
     routing_active_window: int = 8  # most recently active tasks always shown to the router
     routing_search_limit: int = 6  # extra candidates from keyword + vector search
     routing_duplicate_window: int = 50  # running tasks compared before creating a new one
 
-    # Memory (issue 7)
+    # Memory
     memory_timeout_seconds: float = 2.0  # retrieval bound; past it the step goes on without
     memory_forget_wait_seconds: float = 20.0  # a card action waits this long for the cascade
     memory_top_k: int = 8  # retrieved memories per context
     memory_profile_items: int = 20  # the profile stays small
     memory_retry_seconds: float = 300.0  # a failed extraction is tried again after this
 
-    # Context (issue 13): a tool result longer than this (characters of JSON) is stored
+    # Context: a tool result longer than this (characters of JSON) is stored
     # outside the context; the context shows a preview and a handle for `read_output`.
     tool_output_inline_chars: int = 8000
     tool_output_page_chars: int = 4000  # the largest page `read_output` returns

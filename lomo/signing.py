@@ -4,7 +4,7 @@
 timestamp is inside the MAC, so an old callback cannot be replayed with a fresh time; the
 api refuses a signature whose time is further than its freshness window from its own clock
 (either way, to allow for clock skew). Within the window a replay is a duplicate report,
-which the order state machine ignores (README "Limits and forgery")."""
+which the order state machine ignores (docs/api.md#generation-callbacks)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from temporalio.runtime import Runtime
 from lomo.errors import ConfigError
 from lomo.settings import Settings
 
-# ARCHITECTURE §3: registered when the dev server starts.
+# Lomo's search attributes, registered when the dev server starts
+# (docs/operations.md#temporal-web-ui-and-search-attributes).
 SEARCH_ATTRIBUTES = {
     "LomoUserId": "Keyword",
     "LomoTaskKind": "Keyword",
@@ -44,7 +45,7 @@ def dev_server_command(
     cmd = [temporal_binary(), "server", "start-dev", "--ip", host, "--port", str(port)]
     cmd += ["--log-level", "warn", "--namespace", "default"]
     if db_file is not None:
-        # WAL + synchronous=normal: measured level with the in-memory server (ARCHITECTURE §9).
+        # WAL + synchronous=normal: measured level with the in-memory server.
         cmd += ["--db-filename", str(db_file)]
         cmd += ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
     if ui_port is None:

@@ -1,1 +1,2 @@
-"""The memory service (ARCHITECTURE §6). Not built yet: see issue 7."""
+"""The memory service: evidence, versioned memories with provenance, extraction, correction,
+the forget cascade and retrieval for contexts (docs/architecture.md#memory)."""

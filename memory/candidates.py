@@ -1,7 +1,7 @@
 """Extraction candidates: the model's proposal format and the judge that checks each one.
 
-Every candidate is judged on its own (article §7.4): a malformed, unsupported or
-out-of-scope candidate is dropped with a reason and never takes the others with it.
+Every candidate is judged on its own: a malformed, unsupported or out-of-scope candidate is
+dropped with a reason and never takes the others with it.
 Only the person's own words are evidence: a candidate whose quote is not in the message
 (e.g. taken from a tool result or web page the model saw) is unsupported.
 """

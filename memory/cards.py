@@ -1,6 +1,6 @@
 """The `forget` card: forgetting is irreversible, so it needs a confirmation every time
-(ARCHITECTURE §5); on confirm the person's MemoryWorkflow runs the cascade (the effect
-that starts it is the api's, `api/card_effects.py`)."""
+(docs/architecture.md#memory); on confirm the person's MemoryWorkflow runs the cascade (the
+effect that starts it is the api's, `api/card_effects.py`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Retrieval is bounded by `memory_timeout_seconds` and never raises: a slow DB or a vector
 index that is down degrades to "no memory this step" with the reason recorded, so a task
-never fails because of memory (article §7.4).
+never fails because of memory.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Episodic summaries written by the model (article §7.1: what happened in a phase of work).
+"""Episodic summaries written by the model: what happened in a phase of work.
 
 `rebuild_summary` (memory/chains.py) keeps a draft inside the extraction's transaction: the
 task's active memory versions, concatenated and linked (DERIVED), so forgetting finds and

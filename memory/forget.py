@@ -1,4 +1,4 @@
-"""Forgetting that really forgets (ARCHITECTURE §6, article §7.3, Abb. 8).
+"""Forgetting that really forgets (docs/architecture.md#memory).
 
     evidence made unusable → versions, summaries reachable over derivation links deleted
     and emptied (CONFIRM links only detached) → versions that did not depend on it stay;
@@ -7,7 +7,7 @@
     suppression so the forgotten content is not extracted again → summaries rebuilt,
     old profile snapshots scrubbed, task goals, segment summaries and stored contexts that
     quoted it scrubbed (memory/scrub.py), profile version bumped → vectors deleted (caller,
-    after commit) → agent outputs that used deleted versions are excluded (context.py).
+    after commit) → agent outputs that used deleted versions are excluded (memory/context.py).
 
 Idempotent per forget id (the card id): a retry returns the recorded result, so the
 caller can repeat the vector work safely.
@@ -167,14 +167,7 @@ async def forget(
 ) -> ForgetResult:
     done = await s.get(ForgetRecord, forget_id)
     if done is not None:
-        return ForgetResult(
-            forget_id,
-            list(done.evidence_ids),
-            list(done.deleted_version_ids),
-            sorted({*done.deleted_version_ids, *done.rederived_version_ids}),
-            [],
-            done.profile_version,
-        )
+        return _recorded(done)
     now = clock.now()
     evidence = await resolve_evidence(s, user_id, memory_id, text)
     forgotten = {ev.id for ev in evidence}
@@ -182,60 +175,14 @@ async def forget(
     dependents, detach = reachable(
         ((ln.source_id, ln.target_id, ln.relation) for ln in links), forgotten
     )
-    for ev in evidence:
-        if ev.usable:
-            ev.usable = False
-            ev.forgotten_at = now
-        s.add_all(_suppressions(user_id, forget_id, ev))
-    for src, dst, rel in detach:
-        await s.execute(
-            delete(MemoryLink).where(
-                MemoryLink.source_id == src, MemoryLink.target_id == dst, MemoryLink.relation == rel
-            )
-        )
-    versions = list(
-        await s.scalars(select(MemoryVersion).where(MemoryVersion.id.in_(sorted(dependents))))
-    )
+    await _make_unusable(s, user_id, forget_id, evidence, detach, now)
     touched = Touched()
-    affected_memories: set[str] = set()
-    for v in versions:
-        if v.status != "deleted":
-            v.status, v.content, v.value, v.deleted_at = "deleted", "", "", now
-        affected_memories.add(v.memory_id)
-        touched.version_ids.add(v.id)
-    deleted_ids = {v.id for v in versions}
-    summaries = list(await s.scalars(select(Summary).where(Summary.id.in_(sorted(dependents)))))
-    for summary in summaries:
-        summary.status, summary.text = "deleted", ""
-        touched.task_ids.add(summary.task_id)
+    deleted_ids, affected_memories = await _delete_dependents(s, dependents, now, touched)
     deleted_memories = await _fall_back(s, affected_memories, now, touched)
     await _scrub_profiles(s, user_id, deleted_ids)
     await scrub_quotes(s, user_id, evidence, text, now, deleted_ids)
     await s.flush()
-    # Re-derive: the still-usable evidence of deleted versions, replayed in time order.
-    replay_ids = {
-        ln.source_id for ln in links if ln.target_id in deleted_ids and ln.source_kind == "evidence"
-    } - forgotten
-    if replay_ids:
-        for ev in await s.scalars(
-            select(Evidence)
-            .where(Evidence.id.in_(sorted(replay_ids)), Evidence.usable.is_(True))
-            .order_by(Evidence.created_at)
-        ):
-            notes = []
-            for entry in ev.candidates or []:
-                cand = _replayable(entry)
-                if cand is not None:
-                    applied = await apply_candidate(s, ev, cand, now, touched)
-                    notes.append(
-                        {
-                            "forget_id": forget_id,
-                            "outcome": applied.outcome,
-                            "reason": applied.reason,
-                            "version_id": applied.version_id,
-                        }
-                    )
-            ev.candidates = [*ev.candidates, {"rederived": notes}]
+    await _rederive(s, _replay_ids(links, deleted_ids, forgotten), forget_id, now, touched)
     profile_version = await finish(
         s,
         user_id,
@@ -246,7 +193,6 @@ async def forget(
         {"forget_id": forget_id, "memory_ids": sorted(affected_memories)},
         force_profile=bool(deleted_ids),
     )
-    rederived = sorted(touched.version_ids - deleted_ids)
     s.add(
         ForgetRecord(
             id=forget_id,
@@ -254,7 +200,7 @@ async def forget(
             request={"memory_id": memory_id, "text": text},
             evidence_ids=sorted(forgotten),
             deleted_version_ids=sorted(deleted_ids),
-            rederived_version_ids=rederived,
+            rederived_version_ids=sorted(touched.version_ids - deleted_ids),
             profile_version=profile_version or 0,
         )
     )
@@ -266,6 +212,98 @@ async def forget(
         sorted(deleted_memories),
         profile_version,
     )
+
+
+def _recorded(done: ForgetRecord) -> ForgetResult:
+    """The result of a forget that already ran: the vector work to repeat covers the deleted
+    and the re-derived versions; the memories that went are gone already."""
+    return ForgetResult(
+        done.id,
+        list(done.evidence_ids),
+        list(done.deleted_version_ids),
+        sorted({*done.deleted_version_ids, *done.rederived_version_ids}),
+        [],
+        done.profile_version,
+    )
+
+
+async def _make_unusable(
+    s: AsyncSession,
+    user_id: str,
+    forget_id: str,
+    evidence: list[Evidence],
+    detach: set[tuple[str, str, str]],
+    now: datetime,
+) -> None:
+    """The evidence can no longer be used nor extracted again, and the versions it only
+    confirmed lose the link to it."""
+    for ev in evidence:
+        if ev.usable:
+            ev.usable = False
+            ev.forgotten_at = now
+        s.add_all(_suppressions(user_id, forget_id, ev))
+    for src, dst, rel in detach:
+        await s.execute(
+            delete(MemoryLink).where(
+                MemoryLink.source_id == src, MemoryLink.target_id == dst, MemoryLink.relation == rel
+            )
+        )
+
+
+async def _delete_dependents(
+    s: AsyncSession, dependents: set[str], now: datetime, touched: Touched
+) -> tuple[set[str], set[str]]:
+    """Delete and empty the versions and summaries derived from the forgotten evidence.
+    Returns the deleted version ids and the memories they belong to."""
+    versions = list(
+        await s.scalars(select(MemoryVersion).where(MemoryVersion.id.in_(sorted(dependents))))
+    )
+    affected_memories: set[str] = set()
+    for v in versions:
+        if v.status != "deleted":
+            v.status, v.content, v.value, v.deleted_at = "deleted", "", "", now
+        affected_memories.add(v.memory_id)
+        touched.version_ids.add(v.id)
+    summaries = list(await s.scalars(select(Summary).where(Summary.id.in_(sorted(dependents)))))
+    for summary in summaries:
+        summary.status, summary.text = "deleted", ""
+        touched.task_ids.add(summary.task_id)
+    return {v.id for v in versions}, affected_memories
+
+
+def _replay_ids(links: list[MemoryLink], deleted_ids: set[str], forgotten: set[str]) -> set[str]:
+    """The evidence behind the deleted versions that was not itself forgotten."""
+    return {
+        ln.source_id for ln in links if ln.target_id in deleted_ids and ln.source_kind == "evidence"
+    } - forgotten
+
+
+async def _rederive(
+    s: AsyncSession, replay_ids: set[str], forget_id: str, now: datetime, touched: Touched
+) -> None:
+    """Replay the still-usable evidence of deleted versions in time order, noting on each
+    piece of evidence what its candidates became."""
+    if not replay_ids:
+        return
+    for ev in await s.scalars(
+        select(Evidence)
+        .where(Evidence.id.in_(sorted(replay_ids)), Evidence.usable.is_(True))
+        .order_by(Evidence.created_at)
+    ):
+        notes: list[dict[str, Any]] = []
+        for entry in ev.candidates or []:
+            cand = _replayable(entry)
+            if cand is not None:
+                applied = await apply_candidate(s, ev, cand, now, touched)
+                notes.append(
+                    {
+                        "forget_id": forget_id,
+                        "outcome": applied.outcome,
+                        "reason": applied.reason,
+                        "version_id": applied.version_id,
+                    }
+                )
+        ev.candidates = [*ev.candidates, {"rederived": notes}]
 
 
 async def _fall_back(

@@ -1,6 +1,6 @@
-"""Memory tables (ARCHITECTURE §6): evidence, memories with version chains, provenance and
-derivation links, episodic summaries, profile snapshots, suppressions, forget records and
-which memory versions each model step used.
+"""Memory tables (docs/architecture.md#memory): evidence, memories with version chains,
+provenance and derivation links, episodic summaries, profile snapshots, suppressions, forget
+records and which memory versions each model step used.
 
 A derivation link says "target was made from source": forgetting follows these links from
 the forgotten evidence to everything built on it. `CONFIRM` links are provenance only (the

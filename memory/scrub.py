@@ -1,9 +1,9 @@
-"""Forgetting reaches what quoted the forgotten words (article §6.3, §7.3): task goals and
-briefings, the model-written segment summaries of a task's history, the layer texts
-stored with each step (shown by GET /v1/tasks/{id}/context), tool results in the journal
-and tool outputs kept outside the context. A sentence that contains every
-content word of the forget request (or, forgetting a memory by id, of a sentence of its
-evidence) is removed; a segment summary of steps that saw a forgotten message is deleted."""
+"""Forgetting reaches what quoted the forgotten words: task goals and briefings, the
+model-written segment summaries of a task's history, the layer texts stored with each step
+(shown by GET /v1/tasks/{id}/context), tool results in the journal and tool outputs kept
+outside the context. A sentence that contains every content word of the forget request
+(or, forgetting a memory by id, of a sentence of its evidence) is removed; a segment summary
+of steps that saw a forgotten message is deleted."""
 
 from __future__ import annotations
 

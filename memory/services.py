@@ -24,7 +24,7 @@ from vectors.embeddings import Embedder, get_embedder
 KEYWORD_FIELDS = ("user_id", "visibility", "memory_id")
 # Query vectors kept per process: a step without new words searches with its task's goal
 # alone, the same text at every step after a tool call (an embedding is a pure function of
-# the text; the default model spends ~2.5 ms of CPU on one, issue 14).
+# the text; the default model spends ~2.5 ms of CPU on one).
 QUERY_CACHE = 256
 
 

@@ -1,4 +1,4 @@
-"""JSON shapes of the memory API (API.md "Memory"); reads SQL only."""
+"""JSON shapes of the memory API (docs/api.md#routes); reads SQL only."""
 
 from __future__ import annotations
 

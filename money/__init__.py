@@ -1,1 +1,2 @@
-"""money (owned by the money issue)."""
+"""Money: catalogue and quotes, orders and the job state machine, the ledger, budgets and
+approvals, price cards (docs/architecture.md#money)."""

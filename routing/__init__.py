@@ -1,1 +1,2 @@
-"""Routing (issue 4): the task index, deterministic targets, the router's request."""
+"""Routing (docs/architecture.md#routing): the task index, deterministic targets, the
+router's request."""

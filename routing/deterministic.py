@@ -1,6 +1,6 @@
-"""Stage 1 and 3 of article §3.1 for explicit targets: a task id, a card, or an object that
-belongs to exactly one task decides the task without any model; then the target is checked
-(archived, stopped, deleted object, not the person's) so nothing fails silently."""
+"""Routing of explicit targets (docs/architecture.md#routing): a task id, a card, or an object
+that belongs to exactly one task decides the task without any model; then the target is
+checked (archived, stopped, deleted object, not the person's) so nothing fails silently."""
 
 from __future__ import annotations
 

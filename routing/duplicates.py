@@ -1,4 +1,4 @@
-"""Before a persistent task is created: is this goal already running? (article §3.1)
+"""Before a persistent task is created: is this goal already running?
 
 Similarity against the most recently active running tasks (vector cosine and shared
 words); likely duplicates go back to the model with the words that differ, because the

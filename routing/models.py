@@ -1,4 +1,4 @@
-"""Routing tables: the task index the router searches (ARCHITECTURE §2, issue 4).
+"""Routing tables: the task index the router searches (docs/architecture.md#routing).
 
 One compact row per task (goal, summary, status, object refs, keyword text, vector id),
 refreshed lazily from `tasks.updated_at`, plus an inverted term table so keyword search

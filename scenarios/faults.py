@@ -3,8 +3,8 @@
 simulator duplicates, reorders or drops callbacks for a while, and on the Postgres
 configuration the harness's private cluster crashes and comes back. A submit whose answer
 times out after the vendor made the job is in the mix: the order is sent again with its
-idempotency key and the job adopted (README "Money"), so nothing is generated twice or
-lost. Failing generations are left out: those are refunded by design, not faults the
+idempotency key and the job adopted (docs/architecture.md#money), so nothing is generated
+twice or lost. Failing generations are left out: those are refunded by design, not faults the
 figures can stay at 0 through."""
 
 from __future__ import annotations

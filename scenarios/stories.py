@@ -65,7 +65,7 @@ def _context_has(p: Person, work: str, word: str) -> bool:
 
 
 def posters(p: Person) -> None:
-    """Article §2.3: posters with a budget, four drafts and a selection, a cat video in
+    """The poster series: posters with a budget, four drafts and a selection, a cat video in
     between, and three days later "a bit warmer" in the same task, asking again because
     the approved budget is used up."""
     lang = p.lang

@@ -88,94 +88,116 @@ def _cand(**kw: object) -> dict[str, object]:
 def _sentence_candidates(
     sentence: str, existing: list[_Existing], explicit: bool
 ) -> list[dict[str, object]]:
+    """At most one candidate per sentence: the first rule that matches it decides."""
     quote = sentence.strip()
     de = _german(quote)
-    if m := _BRAND_EN.search(quote):
-        attr = ("main_" if m.group(2) else "") + m.group(3).lower().replace("color", "colour")
-        subject, value = m.group(1).lower(), m["value"].strip()
-        noun = attr.replace("_", " ")
-        return [
-            _cand(
-                content=f"The {subject}'s {noun} is {value}.",
-                scope="profile",
-                subject=subject,
-                attribute=attr,
-                value=value,
-                operation="change" if m.group(4) else "new",
-                quote=quote,
-                explicit=explicit,
-            )
-        ]
-    if m := _BRAND_DE.search(quote):
-        attr = ("main_" if m.group(1) else "") + (
-            "colour" if m.group(2).lower() == "farbe" else "font"
+    candidate = (
+        _brand_en(quote, explicit)
+        or _brand_de(quote, explicit)
+        or _this_time(quote, de)
+        or _refinement(quote, de, existing, explicit)
+        or _usual(quote, de, explicit)
+    )
+    return [candidate] if candidate else []
+
+
+def _brand_en(quote: str, explicit: bool) -> dict[str, object] | None:
+    """A brand fact ("our brand's main colour is (now) X"); "now" makes it a change."""
+    if not (m := _BRAND_EN.search(quote)):
+        return None
+    attr = ("main_" if m.group(2) else "") + m.group(3).lower().replace("color", "colour")
+    subject, value = m.group(1).lower(), m["value"].strip()
+    noun = attr.replace("_", " ")
+    return _cand(
+        content=f"The {subject}'s {noun} is {value}.",
+        scope="profile",
+        subject=subject,
+        attribute=attr,
+        value=value,
+        operation="change" if m.group(4) else "new",
+        quote=quote,
+        explicit=explicit,
+    )
+
+
+def _brand_de(quote: str, explicit: bool) -> dict[str, object] | None:
+    """A brand fact in German ("die (Haupt)farbe unserer Marke ist (jetzt) X")."""
+    if not (m := _BRAND_DE.search(quote)):
+        return None
+    attr = ("main_" if m.group(1) else "") + ("colour" if m.group(2).lower() == "farbe" else "font")
+    subject, value = _SUBJECTS.get(m.group(3).lower(), "brand"), m["value"].strip()
+    label = "Hauptfarbe" if attr == "main_colour" else m.group(2)
+    return _cand(
+        content=f"Die {label} der Marke ist {value}.",
+        scope="profile",
+        subject=subject,
+        attribute=attr,
+        value=value,
+        operation="change" if m.group(4) else "new",
+        quote=quote,
+        explicit=explicit,
+    )
+
+
+def _this_time(quote: str, de: bool) -> dict[str, object] | None:
+    """An instruction for the current task only ("this time, X"), never a profile fact."""
+    if not _TEMP.search(quote):
+        return None
+    value = " ".join(_TEMP_FILLER.sub(" ", quote).split()).strip(" .!,")
+    attribute = "colour" if _COLOUR.search(quote) else "instruction"
+    content = f"Für diese Aufgabe: {value}." if de else f"For this task: {value}."
+    return _cand(
+        content=content,
+        scope="task",
+        subject="current_work",
+        attribute=attribute,
+        value=value,
+        quote=quote,
+    )
+
+
+def _refinement(
+    quote: str, de: bool, existing: list[_Existing], explicit: bool
+) -> dict[str, object] | None:
+    """A refinement ("X with Y feels Z") of the existing memory whose value names X, if any."""
+    if not (m := (_REFINE_DE.search(quote) if de else _REFINE_EN.search(quote))):
+        return None
+    base, extra, effect = m["base"], m["extra"].strip(), m["effect"].strip()
+    target = next((e for e in existing if base.lower() in e.value.lower().split()), None)
+    value = f"{base} with {extra}" if not de else f"{base} mit {extra}"
+    if de:
+        content = (
+            f"Die Marke bevorzugt {base} kombiniert mit {extra}; der Gesamteindruck wirkt {effect}."
         )
-        subject, value = _SUBJECTS.get(m.group(3).lower(), "brand"), m["value"].strip()
-        label = "Hauptfarbe" if attr == "main_colour" else m.group(2)
-        return [
-            _cand(
-                content=f"Die {label} der Marke ist {value}.",
-                scope="profile",
-                subject=subject,
-                attribute=attr,
-                value=value,
-                operation="change" if m.group(4) else "new",
-                quote=quote,
-                explicit=explicit,
-            )
-        ]
-    if _TEMP.search(quote):
-        value = " ".join(_TEMP_FILLER.sub(" ", quote).split()).strip(" .!,")
-        attribute = "colour" if _COLOUR.search(quote) else "instruction"
-        content = f"Für diese Aufgabe: {value}." if de else f"For this task: {value}."
-        return [
-            _cand(
-                content=content,
-                scope="task",
-                subject="current_work",
-                attribute=attribute,
-                value=value,
-                quote=quote,
-            )
-        ]
-    if m := (_REFINE_DE.search(quote) if de else _REFINE_EN.search(quote)):
-        base, extra, effect = m["base"], m["extra"].strip(), m["effect"].strip()
-        target = next((e for e in existing if base.lower() in e.value.lower().split()), None)
-        value = f"{base} with {extra}" if not de else f"{base} mit {extra}"
-        if de:
-            content = (
-                f"Die Marke bevorzugt {base} kombiniert mit {extra}; "
-                f"der Gesamteindruck wirkt {effect}."
-            )
-        else:
-            content = f"The brand prefers {base.lower()} combined with {extra}; it feels {effect}."
-        return [
-            _cand(
-                content=content,
-                scope="profile",
-                subject=target.subject if target else "brand",
-                attribute=target.attribute if target else "palette",
-                value=value,
-                operation="refine" if target else "new",
-                quote=quote,
-                explicit=explicit,
-            )
-        ]
-    if m := (_USUAL_DE.search(quote) or _USUAL_EN.search(quote)):
-        value = m["value"].strip()
-        content = f"Mag normalerweise {value}." if de else f"Usually likes {value}."
-        return [
-            _cand(
-                content=content,
-                scope="profile",
-                subject="person",
-                attribute="preference",
-                value=value,
-                quote=quote,
-                explicit=explicit,
-            )
-        ]
-    return []
+    else:
+        content = f"The brand prefers {base.lower()} combined with {extra}; it feels {effect}."
+    return _cand(
+        content=content,
+        scope="profile",
+        subject=target.subject if target else "brand",
+        attribute=target.attribute if target else "palette",
+        value=value,
+        operation="refine" if target else "new",
+        quote=quote,
+        explicit=explicit,
+    )
+
+
+def _usual(quote: str, de: bool, explicit: bool) -> dict[str, object] | None:
+    """A standing preference of the person ("I usually like X")."""
+    if not (m := (_USUAL_DE.search(quote) or _USUAL_EN.search(quote))):
+        return None
+    value = m["value"].strip()
+    content = f"Mag normalerweise {value}." if de else f"Usually likes {value}."
+    return _cand(
+        content=content,
+        scope="profile",
+        subject="person",
+        attribute="preference",
+        value=value,
+        quote=quote,
+        explicit=explicit,
+    )
 
 
 _FORGET_REQUEST = re.compile(r"^\s*(?:please\s+|bitte\s+)?(?:forget|vergiss)\b", re.I)

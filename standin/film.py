@@ -1,5 +1,5 @@
-"""The offline stand-in's short film (article §10.3): storyboard → six shots → clips →
-music → edit, as a flow the platform runs as a DAG. English and German.
+"""The offline stand-in's short film: storyboard → six shots → clips → music → edit, as a
+flow the platform runs as a DAG. English and German.
 
 Deterministic rules over what a real model would read: the person's words, the last
 tool results and the `[runtime] flow run …` lines of the dynamic tail.

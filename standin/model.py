@@ -3,13 +3,14 @@
 It reads only what a real model would read (the request), answers in the language of the
 person's own words, and uses the same tools as Claude would. Each purpose has its rules in
 a module beside this one (routing, extraction, summaries, the poster task, notes, the film);
-what it covers is listed in the README.
+what it covers is listed in docs/architecture.md#processes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from llm.types import (
     Message,
@@ -105,96 +106,89 @@ class OfflineModel:
         return route(request)
 
     def _task_step(self, request: ModelRequest) -> ModelResponse:
-        last = request.messages[-1] if request.messages else None
         texts = _last_user_texts(request.messages)
         person = _person_text(texts)
-        lang = detect_language(_all_person_text(request.messages))
-        results = [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
-        runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
         everything = _all_person_text(request.messages)
-        if "generation succeeded" in runtime_notes:
-            what = _kind_of(everything)
-            reply = _READY[what][1 if lang == "de" else 0]
-            reply += _objects_in(runtime_notes.split("recent asset")[0])
-            return _text(reply, request)
-        if "generation failed" in runtime_notes:
-            return _text(
-                "Die Generierung ist fehlgeschlagen." if lang == "de" else "The generation failed.",
-                request,
-            )
-        if results and all('"error"' in r.content for r in results):
-            return _text(
-                "Das geht so nicht: " if lang == "de" else "That did not work: ",
-                request,
-                suffix=results[0].content,
-            )
-        if results:
-            submitted = any('"status": "submitted"' in r.content for r in results)
-            if submitted:
-                return _text(
-                    "Ich generiere das Bild, einen Moment."
-                    if lang == "de"
-                    else "I'm generating the image; it will appear here when ready.",
-                    request,
-                )
-            return _text("Erledigt." if lang == "de" else "Done.", request)
-        if person and _VIDEO.search(person):
-            ref = _latest_asset(runtime_notes)
-            args: dict[str, object] = {"prompt": person, "model": "sim-video-1"}
-            if ref:
-                args["reference_object_id"] = ref
-            if m := _DURATION.search(person):
-                word = m.group(1).lower()
-                args["duration_s"] = int(word) if word.isdigit() else _NUMBERS[word]
+        lang = detect_language(everything)
+        runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
+        if (finished := _after_generation(request, lang, runtime_notes, everything)) is not None:
+            return finished
+        if results := _tool_results(request.messages):
+            return _after_tools(request, lang, results)
+        if person and (call := _generation_call(request, person, everything, runtime_notes)):
+            name, args = call
             return ModelResponse(
-                content=[
-                    ToolUseBlock(id=self._tool_id(request), name="generate_video", input=args)
-                ],
-                stop_reason="tool_use",
-                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
-                model="lomo-offline",
-            )
-        if person and (_THREE_D.search(person) or _revises(person, everything, _THREE_D)):
-            # A follow-up ("make the cup a bit taller") is a new model from the whole brief.
-            prompt = person if _THREE_D.search(person) else _brief(request.messages)
-            return ModelResponse(
-                content=[
-                    ToolUseBlock(
-                        id=self._tool_id(request),
-                        name="generate_3d",
-                        input={"prompt": prompt, "model": "sim-3d-1"},
-                    )
-                ],
-                stop_reason="tool_use",
-                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
-                model="lomo-offline",
-            )
-        if person and _revises(person, everything, _IMAGE):
-            args = {"prompt": _brief(request.messages), "model": "sim-image-1"}
-            if ref := _latest_asset(runtime_notes):
-                args["reference_object_id"] = ref
-            return ModelResponse(
-                content=[
-                    ToolUseBlock(id=self._tool_id(request), name="generate_image", input=args)
-                ],
-                stop_reason="tool_use",
-                usage=Usage(input_tokens=_tokens(request), output_tokens=30),
-                model="lomo-offline",
-            )
-        if person and _IMAGE.search(person):
-            return ModelResponse(
-                content=[
-                    ToolUseBlock(
-                        id=self._tool_id(request),
-                        name="generate_image",
-                        input={"prompt": person, "model": "sim-image-1"},
-                    )
-                ],
+                content=[ToolUseBlock(id=self._tool_id(request), name=name, input=args)],
                 stop_reason="tool_use",
                 usage=Usage(input_tokens=_tokens(request), output_tokens=30),
                 model="lomo-offline",
             )
         return _text("Verstanden." if lang == "de" else "Understood.", request)
+
+
+def _tool_results(messages: list[Message]) -> list[ToolResultBlock]:
+    last = messages[-1] if messages else None
+    return [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
+
+
+def _after_generation(
+    request: ModelRequest, lang: str, runtime_notes: str, everything: str
+) -> ModelResponse | None:
+    """The runtime's note that a generation ended: show the result, or say it failed."""
+    if "generation succeeded" in runtime_notes:
+        reply = _READY[_kind_of(everything)][1 if lang == "de" else 0]
+        reply += _objects_in(runtime_notes.split("recent asset")[0])
+        return _text(reply, request)
+    if "generation failed" in runtime_notes:
+        return _text(
+            "Die Generierung ist fehlgeschlagen." if lang == "de" else "The generation failed.",
+            request,
+        )
+    return None
+
+
+def _after_tools(request: ModelRequest, lang: str, results: list[ToolResultBlock]) -> ModelResponse:
+    """The answer to the tools' results: the first error if all failed, else a short word."""
+    if all('"error"' in r.content for r in results):
+        return _text(
+            "Das geht so nicht: " if lang == "de" else "That did not work: ",
+            request,
+            suffix=results[0].content,
+        )
+    if any('"status": "submitted"' in r.content for r in results):
+        return _text(
+            "Ich generiere das Bild, einen Moment."
+            if lang == "de"
+            else "I'm generating the image; it will appear here when ready.",
+            request,
+        )
+    return _text("Erledigt." if lang == "de" else "Done.", request)
+
+
+def _generation_call(
+    request: ModelRequest, person: str, everything: str, runtime_notes: str
+) -> tuple[str, dict[str, Any]] | None:
+    """The generation tool the person's latest words ask for, with its input, if any."""
+    if _VIDEO.search(person):
+        args: dict[str, Any] = {"prompt": person, "model": "sim-video-1"}
+        if ref := _latest_asset(runtime_notes):
+            args["reference_object_id"] = ref
+        if m := _DURATION.search(person):
+            word = m.group(1).lower()
+            args["duration_s"] = int(word) if word.isdigit() else _NUMBERS[word]
+        return "generate_video", args
+    if _THREE_D.search(person) or _revises(person, everything, _THREE_D):
+        # A follow-up ("make the cup a bit taller") is a new model from the whole brief.
+        prompt = person if _THREE_D.search(person) else _brief(request.messages)
+        return "generate_3d", {"prompt": prompt, "model": "sim-3d-1"}
+    if _revises(person, everything, _IMAGE):
+        args = {"prompt": _brief(request.messages), "model": "sim-image-1"}
+        if ref := _latest_asset(runtime_notes):
+            args["reference_object_id"] = ref
+        return "generate_image", args
+    if _IMAGE.search(person):
+        return "generate_image", {"prompt": person, "model": "sim-image-1"}
+    return None
 
 
 def _all_person_text(messages: list[Message]) -> str:

@@ -148,7 +148,7 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
     if _PERSISTENT.search(text) and not (followup and best):
         return {"decision": "new", "briefing": text, "reason": "a goal with several steps"}
     if wants_video and not any(c.kind == "video" or "video" in c.terms for c in ties):
-        # Turning an earlier image into a video is new work with a reference (article §2.3).
+        # Turning an earlier image into a video is new work with a reference.
         return {"decision": "lightweight", "reason": "a new generation"}
     if ties and (followup or deictic or best >= 2):
         if len(ties) == 1:

@@ -1,4 +1,4 @@
-"""The offline stand-in's persistent-task behaviour: the poster series of article §2.3.
+"""The offline stand-in's persistent-task behaviour: the poster series.
 
 Deterministic rules over what a real model would read in the request: the person's
 words, the checklist and card lines of the runtime's dynamic tail, and the last tool

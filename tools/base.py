@@ -5,9 +5,8 @@ it), whether it is idempotent, and `run`. The runtime's `run_tool` activity jour
 call under its `call_id` (the business idempotency key) and dispatches to the tool; tools
 never retry by themselves (Temporal owns retries) and never see workflow state.
 
-Tool sets live beside their areas: generation tools in `activities/generation.py`,
-workspace tools in `activities/workspace_tools.py`, memory tools in `activities/memory.py`;
-`activities/registry.py` assembles them.
+Tool sets live in `tools/`, a module per area (checklist, context, generation, workspace,
+memory, flows, probes); `activities/registry.py` assembles them.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ class ToolResult:
 class Tool(ABC):
     spec: ToolSpec
     # core (always visible) or the domain that `load_tools` makes visible: image | video |
-    # audio | 3d | documents | flows | memory | budget (activities/context_tools.py).
+    # audio | 3d | documents | flows | memory | budget (`DOMAINS` in context/tools.py).
     domain: str = "core"
     inline_output: bool = False  # True: never kept outside the context (bounded results)
     # Idempotent tools run again with the same call_id after a crash; non-idempotent ones

@@ -1,7 +1,8 @@
-"""The execution checklist (article §8.1): persisted, owned by the runtime, changed by the
-model only through `update_checklist`, which the runtime validates: no silent deletion of
-done steps, no step marked done without evidence, a confirmation step done only by the
-person's answer. Also `ask_person`, the model's way to put a card in front of the person.
+"""The execution checklist (docs/architecture.md#turns-the-checklist-and-the-stop-check):
+persisted, owned by the runtime, changed by the model only through `update_checklist`,
+which the runtime validates: no silent deletion of done steps, no step marked done without
+evidence, a confirmation step done only by the person's answer. Also `ask_person`, the
+model's way to put a card in front of the person.
 """
 
 from __future__ import annotations

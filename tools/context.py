@@ -1,4 +1,4 @@
-"""Domain tools on demand and large outputs outside the context (article §6.2, §6.3).
+"""Domain tools on demand and large outputs outside the context (docs/architecture.md#context).
 
 The stable prefix holds only the core tools and `load_tools`; a domain's tools (image,
 video, audio, 3d, documents, flows, memory, budget) are sent with `defer_loading`, which

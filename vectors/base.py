@@ -1,4 +1,4 @@
-"""The narrow vector-index contract every backend implements (ARCHITECTURE §1, vector index).
+"""The narrow vector-index contract every backend implements (docs/architecture.md#memory).
 
 Callers use string ids; Qdrant wants integers or UUIDs, so each id maps to a deterministic
 UUID (uuid5) and the caller's id travels in the payload under `ID_KEY`. Filters are plain

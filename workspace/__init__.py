@@ -1,1 +1,2 @@
-"""The shared workspace: versioned objects that person and agent both edit (ARCHITECTURE §7)."""
+"""The shared workspace: versioned objects that person and agent both edit
+(docs/architecture.md#workspace)."""

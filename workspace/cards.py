@@ -1,5 +1,5 @@
 """Deletion of workspace objects: only through a `delete` card the person confirms, a new
-card every time (ARCHITECTURE §5: irreversible operations need a confirmation each time)."""
+card every time: an irreversible operation needs a confirmation each time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The merge rules of the workspace, as pure functions (no DB): content validation,
-exact-unique snippet edits for documents, node-level merges for flows (article §9.3).
+exact-unique snippet edits for documents, node-level merges for flows.
 
 Kept free of I/O so the property tests can drive them directly.
 """

@@ -1,5 +1,5 @@
 """Change notices: what a task's next context says about objects that moved on since the
-task last saw them (article §9.2).
+task last saw them.
 
 A notice is derived from durable state, not queued: the task's `seen_version` of each
 object it references against the object's current version. It therefore survives crashes

@@ -1,6 +1,6 @@
 """Workspace data access, free of HTTP: objects, their versions, which tasks reference
-which object, creation and deletion (ARCHITECTURE §7). Writes under optimistic
-concurrency are in `workspace/writes.py`."""
+which object, creation and deletion. Writes under optimistic concurrency are in
+`workspace/writes.py`."""
 
 from __future__ import annotations
 

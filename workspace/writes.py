@@ -1,4 +1,4 @@
-"""Writes under optimistic concurrency (ARCHITECTURE §7).
+"""Writes under optimistic concurrency (docs/architecture.md#workspace).
 
 Every write claims the next version with one `UPDATE objects SET version = version + 1`
 as its first statement: the row lock (Postgres) or write lock (SQLite) serializes writers

@@ -1,5 +1,5 @@
-"""Context-engineering facts (article §6.3): large tool outputs kept outside the context,
-and the model-written summaries of closed history segments."""
+"""Context-engineering facts (docs/architecture.md#context): large tool outputs kept outside
+the context, and the model-written summaries of closed history segments."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ under a burst of messages), some lose every poll for the whole busy timeout and 
 "database is locked" while others go through. So within a process, a transaction that is
 about to write first takes its turn in a FIFO queue (`_WriterQueue`), and then an
 exclusive `flock` on a file beside the database, which every process's writer takes: the
-api's writer no longer polls against a worker whose writers follow each other without a
-gap (it lost every poll for 10 s under load), it waits in the kernel and is woken at the
-release. Reads never wait (WAL lets them run beside the writer).
+api's writer does not poll against a worker whose writers follow each other without a gap
+(polling, it can lose every poll for 10 s under load); it waits in the kernel and is woken
+at the release. Reads never wait (WAL lets them run beside the writer).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class Task(Base):
 
 
 class ModelStep(Base):
-    """One inference of a task: the context sent and the decision received (ARCHITECTURE §2)."""
+    """One inference of a task: the context sent and the decision received."""
 
     __tablename__ = "model_steps"
     __table_args__ = (UniqueConstraint("task_id", "turn", "step"),)
@@ -214,7 +214,8 @@ class Card(Base):
 
 class ChecklistItem(Base):
     """One step of a task's execution checklist; owned by the runtime, proposed by the model
-    through `update_checklist` (article §8.1)."""
+    through `update_checklist`
+    (docs/architecture.md#turns-the-checklist-and-the-stop-check)."""
 
     __tablename__ = "checklist_items"
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -235,7 +236,7 @@ class ChecklistItem(Base):
 
 class ApiToken(Base):
     """A token for the open API (programmatic clients). Tasks it drives confirm every paid
-    call one by one (article §8.4); the person's app token is `users.token_hash`."""
+    call one by one (docs/api.md#tokens); the person's app token is `users.token_hash`."""
 
     __tablename__ = "api_tokens"
     id: Mapped[str] = mapped_column(String(40), primary_key=True)

@@ -1,4 +1,4 @@
-"""runtime issue: cards, checklist, inbox
+"""runtime: cards, checklist, inbox
 
 Revision ID: 0002
 Revises: 0001

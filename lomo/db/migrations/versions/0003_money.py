@@ -1,4 +1,4 @@
-"""money (money issue: ledger, budget, approvals)
+"""money (ledger, budget, approvals)
 
 Revision ID: 0003
 Revises: 0002

@@ -1,4 +1,4 @@
-"""workspace (workspace issue: edits, notices, deletion)
+"""workspace (edits, notices, deletion)
 
 Revision ID: 0004
 Revises: 0003

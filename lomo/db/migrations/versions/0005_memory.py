@@ -1,4 +1,4 @@
-"""memory (memory issue: evidence, memories, versions)
+"""memory (evidence, memories, versions)
 
 Revision ID: 0005
 Revises: 0004

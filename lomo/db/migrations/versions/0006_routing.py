@@ -1,4 +1,4 @@
-"""routing (routing issue: task index)
+"""routing (the task index)
 
 Revision ID: 0006
 Revises: 0005

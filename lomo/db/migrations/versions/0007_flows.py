@@ -1,4 +1,4 @@
-"""flows (flow runs issue: runs, their nodes, the result cache)
+"""flows (runs, their nodes, the result cache)
 
 Revision ID: 0007
 Revises: 0006

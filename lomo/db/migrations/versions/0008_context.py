@@ -1,4 +1,4 @@
-"""context (context-engineering issue: tool outputs outside the context, segment summaries)
+"""context (tool outputs outside the context, segment summaries)
 
 Revision ID: 0008
 Revises: 0007

@@ -2,8 +2,8 @@
 
 Every model step reads which finished jobs earlier steps were shown. Read out of each
 step's stored context (a JSON document holding the whole text the step was sent), Postgres
-parsed every earlier step's context on every step: 10 ms at 200 steps, growing with the
-task. Only the steps that were shown a job have a value (NULL otherwise).
+would parse every earlier step's context on every step: 10 ms at 200 steps, growing with
+the task. Only the steps that were shown a job have a value (NULL otherwise).
 
 Revision ID: 0011
 Revises: 0010
