@@ -1,4 +1,4 @@
-"""Memory activities (ARCHITECTURE §6): extraction after a message, the forget cascade,
+"""Memory activities: extraction after a message, the forget cascade,
 a person's correction. Each writes SQL in one transaction and then makes the vector index
 match (idempotent, so Temporal's retries repair a crash between the two)."""
 

@@ -1,4 +1,4 @@
-"""Semantic routing for the main thread (ARCHITECTURE §2, article §3): which task a message
+"""Semantic routing for the main thread: which task a message
 belongs to. Explicit targets were settled by the api (no model); everything else comes
 here: refresh the task index lazily, gather bounded candidates, ask the router, check for
 duplicates before creating a persistent task, check the target before delivering.
@@ -40,8 +40,8 @@ from vectors.embeddings import Embedder, get_embedder
 
 log = logging.getLogger(__name__)
 
-# A lightweight task that gets this many follow-ups is promoted to persistent (article §2.2:
-# "the person keeps revising"); the model may promote earlier.
+# A lightweight task that gets this many follow-ups is promoted to persistent ("the
+# person keeps revising"); the model may promote earlier.
 PROMOTE_AFTER_FOLLOWUPS = 2
 CLOSED = ("archived", "stopped")
 
@@ -195,8 +195,7 @@ class RoutingActivities:
             status="running",
             goal=msg.text[:500],
             summary=briefing[:1000],
-            # The person's own words decide the language, never the router's briefing
-            # (article §11.3).
+            # The person's own words decide the language, never the router's briefing.
             language=detect_language(msg.text),
             created_at=now,
             updated_at=now,

@@ -1,4 +1,4 @@
-"""History segments (article §6.3): older steps are compressed segment by segment, and a new
+"""History segments: older steps are compressed segment by segment, and a new
 summary is appended to the existing ones instead of rewriting the whole past.
 
 A task's steps (in order, 0-based ordinals) fall into segments of `context_segment_steps`.

@@ -1,4 +1,4 @@
-"""A message the api stored is never lost between the database and Temporal (issue 15).
+"""A message the api stored is never lost between the database and Temporal.
 
 The scenario harness on Postgres crashed every ~10 s once saw a message answered 202 and
 never routed. The cause: the api stores the message, commits, then hands it to Temporal;

@@ -1,4 +1,4 @@
-"""Article §2.3 (Abb. 3) end to end over HTTP with the offline stand-in: posters started in
+"""The poster series end to end over HTTP with the offline stand-in: posters started in
 main, a cat video inserted in between, the selection made on the poster task's own card,
 and days later "the posters from last time a bit warmer" lands in the original poster
 task, which reopens and does it, with no duplicate task. Time passing is the tasks'

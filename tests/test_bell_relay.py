@@ -1,4 +1,4 @@
-"""The event bell across processes (lomo/bell_relay.py, issue 14).
+"""The event bell across processes (lomo/bell_relay.py).
 
 The worker's events (a reply, a task's status) reached the api's SSE streams only through
 their poll, every `sse_poll_seconds`. These tests make the poll too slow to matter (or

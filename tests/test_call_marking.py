@@ -1,4 +1,4 @@
-"""Which calls are marked `started` before their tool runs (issue 14).
+"""Which calls are marked `started` before their tool runs.
 
 The mark tells a retried attempt that a call may have acted: a non-idempotent tool then
 answers `outcome_unknown` instead of acting twice (tests/test_runtime_kill.py). An

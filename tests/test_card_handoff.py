@@ -1,5 +1,5 @@
 """A card answer is stored, answered promptly, and handed on to Temporal even when that
-hand-off hangs or fails (issue 15).
+hand-off hangs or fails.
 
 The scenario harness, killing the Temporal dev server every few steps, saw the correct-forget
 story's `POST /v1/cards/{id}/actions` hang for its client's whole 120 s: the answer was

@@ -1,4 +1,4 @@
-"""The runtime validates the model's checklist changes (article §8.1): all or nothing, no
+"""The runtime validates the model's checklist changes: all or nothing, no
 done step without evidence, no silent deletion or reopening, confirmation steps done only
 by the person's answer, and a replayed call adds nothing twice."""
 

@@ -1,4 +1,4 @@
-"""A message its task has already read is never read twice (issue 15).
+"""A message its task has already read is never read twice.
 
 Every hand-off of a stored message is repeatable: the relay, a client's retry and the api's
 fallback through the main thread hand over a message they saw as not yet read, and the

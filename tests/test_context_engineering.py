@@ -1,4 +1,4 @@
-"""Context engineering (article §6) on a long task through the real activities and the real
+"""Context engineering on a long task through the real activities and the real
 SDK against the stand-in (tests/context_support.py): the bytes before the first cache
 breakpoint never change, the stable prefix changes only for a recorded reason, domain tools
 load on demand, a 2 MB tool result stays outside the context and is paged, closed segments

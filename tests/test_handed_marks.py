@@ -1,5 +1,5 @@
 """The request path's `handed_at` marks are written after the response, a burst of them in
-one UPDATE (issue 14: the accept's second write transaction left its latency)."""
+one UPDATE (the accept's second write transaction left its latency)."""
 
 from __future__ import annotations
 

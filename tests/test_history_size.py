@@ -1,4 +1,4 @@
-"""Keep workflow history small (ARCHITECTURE §2): 200 steps over a 50 KB context grow the
+"""Keep workflow history small: 200 steps over a 50 KB context grow the
 task's history by a bounded amount per step, independent of the context size."""
 
 from __future__ import annotations

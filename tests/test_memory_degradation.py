@@ -1,5 +1,5 @@
 """A slow or failing memory service never fails a step: retrieval is bounded by
-`memory_timeout_seconds`, never raises, and says why memory is missing (article §7.4)."""
+`memory_timeout_seconds`, never raises, and says why memory is missing."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Query vectors are cached per process: a step after a tool call searches with its task's
 goal alone, the same text as the step before, and the default model spends milliseconds of
-CPU on each embedding (issue 14). Hits are the same with and without the cache."""
+CPU on each embedding. Hits are the same with and without the cache."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A message is stored, answered promptly and handed to Temporal later when the hand-off
-hangs or Temporal is down (issue 15).
+hangs or Temporal is down.
 
 A message to a task (`POST /v1/tasks/{id}/messages`, or `POST /v1/messages` with a
 target) is handed over with the task's `message` update, which waits until a worker

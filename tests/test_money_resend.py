@@ -31,7 +31,7 @@ class Killed(BaseException):
 
 
 # Short, so the tests wait past it quickly; not shorter: under the full suite's load on two
-# cores a 0.5 s timeout expired on the first, normal POST to the simulator (CI, session 7).
+# cores a 0.5 s timeout expired on the first, normal POST to the simulator (seen on CI).
 SUBMIT_TIMEOUT = 1.5
 
 

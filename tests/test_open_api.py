@@ -1,4 +1,4 @@
-"""Paid calls arriving through the open API are confirmed one by one (article §8.4): a
+"""Paid calls arriving through the open API are confirmed one by one: a
 task driven by an API token asks on a price card for every paid call, even below the
 person's free-confirm amount; the same request from the person's app runs freely."""
 

@@ -1,4 +1,4 @@
-"""A poster series with the offline stand-in over HTTP (article §2.3, Abb. 9): the plan's
+"""A poster series with the offline stand-in over HTTP: the plan's
 budget is approved once on a price card; the drafts run without further questions; the
 finished generation wakes the task by itself and it reaches its selection checkpoint with
 no "continue" message; the selection on the card is routed back by card id and the

@@ -1,4 +1,4 @@
-"""Every recorded history replays against the current workflow code (ARCHITECTURE §4).
+"""Every recorded history replays against the current workflow code.
 
 A change that makes workflow code nondeterministic fails here. The histories are written by
 the live tests that call `replay_and_maybe_record` (tests/runtime_support.py) or keep the

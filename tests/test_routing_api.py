@@ -1,4 +1,4 @@
-"""Routing over real HTTP, a real worker and the real dev server (issue 4)."""
+"""Routing over real HTTP, a real worker and the real dev server."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ async def test_clarify_card_routes_the_message_to_the_chosen_task(
 async def test_article_scenario_routing_over_http(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
-    """Article §2.3: posters started, a cat video in between, a selection on the poster card,
+    """Posters started, a cat video in between, a selection on the poster card,
     and days later "the posters from last time a bit warmer" lands in the poster task with
     no duplicate. The poster card here is made directly (the poster checklist that would
     raise it is the runtime's); time passing is the tasks' activity moved back three days."""

@@ -1,7 +1,7 @@
 """The turn's `running` status is written while the model thinks (after
 `running_event_seconds`), or with the decision when the model answers first: never on the
 step's path before the model is asked, always before the reply on the person's stream, and
-once (activities/turn_status.py, issue 14). On SQLite and on Postgres."""
+once (journal/running.py). On SQLite and on Postgres."""
 
 from __future__ import annotations
 

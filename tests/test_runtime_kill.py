@@ -1,4 +1,4 @@
-"""Article §11.1 on real processes: a worker is SIGKILLed mid tool call, a second worker
+"""Crash recovery on real processes: a worker is SIGKILLed mid tool call, a second worker
 takes over. The decision was persisted before the call, so the model is asked once; the
 idempotent tool runs again under the same key and yields one result; a non-idempotent
 tool in the same position yields `outcome_unknown`, which the model's next step sees."""
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize(
     ("tool", "expect_status", "expect_executions", "marked"),
-    # An idempotent call is not marked `started` (it runs again anyway, issue 14).
+    # An idempotent call is not marked `started` (it runs again anyway).
     [("probe_idempotent", "done", 2, "planned"), ("probe_once", "outcome_unknown", 1, "started")],
 )
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # one backend: slow

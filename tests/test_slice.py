@@ -1,4 +1,4 @@
-"""The vertical slice of issue 2 over real HTTP, a real worker and the real dev server."""
+"""The vertical slice over real HTTP, a real worker and the real dev server."""
 
 from __future__ import annotations
 

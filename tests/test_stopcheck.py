@@ -1,4 +1,4 @@
-"""The stop-check (article Abb. 9) as a pure function: each outcome and its precedence."""
+"""The stop-check as a pure function: each outcome and its precedence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`lomo up` keeps the platform up when one of its processes dies (issue 17), on the real
+"""`lomo up` keeps the platform up when one of its processes dies, on the real
 stack as a person runs it: each part is SIGKILLed as a crash or the OOM killer would, and
 the supervisor starts it again while the person's work goes on.
 

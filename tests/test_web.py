@@ -1,4 +1,4 @@
-"""The creative app in a real Chromium (Playwright) against a real `lomo up` (issue 11):
+"""The creative app in a real Chromium (Playwright) against a real `lomo up`:
 sign-in and bad tokens, the cat image from the entry box to the visible picture, the poster
 series answered by clicking its price and select cards, an edit conflict when the agent
 changed the document the page has open, the event stream resuming after the api died,

@@ -1,5 +1,5 @@
 """The agent's side of the workspace through the real tools (`Tool.run` with a
-`ToolCallContext`), the person's side over real HTTP: Abb. 10, change notices, no second
+`ToolCallContext`), the person's side over real HTTP: change notices, no second
 storyboard, retried calls applied once, deletion by card only."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Abb. 10 over real processes: a real Temporal dev server, a real worker running the task
-and its `run_tool` activities, the api over HTTP for the person, a scripted model."""
+"""Shared work edited by the person and a task, over real processes: a real Temporal dev
+server, a real worker running the task and its `run_tool` activities, the api over HTTP for
+the person, a scripted model."""
 
 from __future__ import annotations
 

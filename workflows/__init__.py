@@ -1,1 +1,1 @@
-"""Temporal workflows: deterministic code only (ARCHITECTURE §4)."""
+"""Temporal workflows: deterministic code only."""

@@ -3,7 +3,7 @@ forgetting and corrections, so a forget never races an extraction of the same pe
 
 Each job is one activity; Temporal retries it with backoff. A job that still fails is put
 aside and tried again after `retry_seconds` (a durable timer; a failed extraction is
-retried later, article §7.4) while later jobs go on. Bad input (non-retryable) is dropped
+retried later) while later jobs go on. Bad input (non-retryable) is dropped
 with a log line. A confirmed forget is never given up: it is tried again every round until
 it ran, and continue-as-new carries it (`MemoryInput.retry_later`), so a forget the person
 confirmed runs even if they never write again.

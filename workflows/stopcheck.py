@@ -1,4 +1,4 @@
-"""The stop-check after every turn (article Abb. 9), as a pure function of compact state.
+"""The stop-check after every turn, as a pure function of compact state.
 
 Deterministic and free of I/O, so the workflow can call it and tests can enumerate it.
 Order matters: a person's stop or pause wins over everything; finished work completes;

@@ -1,4 +1,4 @@
-"""TaskWorkflow: one per task (id `task:{task_id}`), the loop of ARCHITECTURE §3.
+"""TaskWorkflow: one per task (id `task:{task_id}`), the task's loop (docs/architecture.md).
 
 Read top to bottom: `run` waits for work and runs turns; `_turn` is the steps of one turn
 (inference, then the step's tool calls in parallel); `_after_turn` asks `stop_check`
