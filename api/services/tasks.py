@@ -18,6 +18,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
+from tools.checklist import item_view
 from workflows.types import ResumeInput
 
 ENDED = ("completed", "stopped", "archived", "failed")
@@ -43,7 +44,7 @@ async def task_detail(s: AsyncSession, user_id: str, task_id: str) -> TaskView:
     )
     cards = await s.scalars(select(Card).where(Card.task_id == t.id).order_by(Card.created_at))
     view = _task_view(t, list(arts))
-    view["checklist"] = [_item_view(i) for i in items]
+    view["checklist"] = [item_view(i) for i in items]
     view["cards"] = [card_view(c) for c in cards]
     return TaskView.model_validate(view)
 
@@ -90,17 +91,6 @@ def _task_view(t: Task, artifacts: list[str] | None = None) -> dict[str, Any]:
         "artifacts": artifacts or [],
         "created_at": t.created_at.isoformat(),
         "updated_at": t.updated_at.isoformat(),
-    }
-
-
-def _item_view(i: ChecklistItem) -> dict[str, Any]:
-    return {
-        "id": i.id,
-        "title": i.title,
-        "status": i.status,
-        "requires_confirmation": i.requires_confirmation,
-        "artifacts": i.artifacts,
-        "note": i.note,
     }
 
 
