@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from api import errors
 from api.dispatch import TemporalGetter
-from api.limits import BodyLimit, body_limit
+from api.limits import DEFAULT_BODY, BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
 from api.routes import (
     budget,
@@ -34,6 +34,7 @@ from api.routes import (
     users,
 )
 from api.routes import memory as memory_routes
+from api.security import SecurityHeaders, mount_docs
 from api.services.relay import relay_loop
 from lomo import telemetry
 from lomo.db.engine import Database
@@ -94,7 +95,7 @@ def create_app(
             bell.close()
             await app.state.db.dispose()
 
-    app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.db = Database(settings.resolved_database_url, relay=bell)
     app.state.assets = make_asset_store(settings)
@@ -126,13 +127,17 @@ def create_app(
         memory_routes,
     ):
         app.include_router(r.router)
-    app.add_middleware(BodyLimit, limit=body_limit(settings.max_upload_bytes))
+    app.add_middleware(
+        BodyLimit, limit=DEFAULT_BODY, upload_limit=body_limit(settings.max_upload_bytes)
+    )
     # Outermost: a token over its rate costs neither a body read nor a DB lookup.
     app.add_middleware(
         RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
     )
+    app.add_middleware(SecurityHeaders)  # on every answer, the middlewares' refusals too
     app.include_router(metrics.router)
     if provider is not None:
         FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)
+    mount_docs(app)
     mount_web(app)
     return app

@@ -15,11 +15,13 @@ from lomo.errors import (
     RateLimited,
     TooLarge,
     Unauthorized,
+    UnsupportedMediaType,
 )
 
 # Most specific first: the first class an error is an instance of decides.
 STATUS = {
     TooLarge: 413,
+    UnsupportedMediaType: 415,
     NotFound: 404,
     Conflict: 409,
     InvalidInput: 400,
@@ -57,6 +59,7 @@ def install(app: FastAPI) -> None:
             405: "method_not_allowed",
             401: "unauthorized",
             413: "too_large",
+            415: "unsupported_media_type",
             429: "rate_limited",
         }.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)

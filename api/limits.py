@@ -8,7 +8,13 @@ the whole body anyway (every body is JSON), so holding it here costs no extra me
 
 A NUL character anywhere in the path, the query or a JSON string of the body is refused
 with 400: Postgres cannot store one in text (a 500 deep inside otherwise), and no person
-means one. Both checks run before the app acts, so nothing is half done."""
+means one. Both checks run before the app acts, so nothing is half done.
+
+Every route takes at most DEFAULT_BODY (256 KiB, far above any JSON it expects); only the
+routes that take an asset's bytes (UPLOAD_ROUTES) take up to the upload limit. Under /v1 a
+body is read only after the caller showed a bearer token: a request with a body and none is
+refused with 401 unread, and on an upload route the token is looked up first, so a stranger
+cannot make the api hold an upload-sized body in memory."""
 
 from __future__ import annotations
 
@@ -17,7 +23,21 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lomo.auth import principal_for_token
+from lomo.db.engine import Database
+from lomo.errors import Unauthorized
+
 ENVELOPE = 64 * 1024
+DEFAULT_BODY = 256 * 1024
+# Create an object (an asset with its bytes) and write a new version (an asset's new bytes).
+UPLOAD_ROUTES = (
+    (b"POST", re.compile(r"/v1/objects/?")),
+    (b"PUT", re.compile(r"/v1/objects/[^/]+/?")),
+)
+# Under /v1 without a bearer token: the upstream's callbacks (signed instead) and the
+# sign-in page's check of a pasted token (the token is the body).
+CALLBACKS = "/v1/generation/callbacks"
+UNBEARERED = frozenset({CALLBACKS, "/v1/session/check"})
 # "\u0000" after an even run of backslashes (an odd run makes it literal text).
 NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 NUL_BODY: dict[str, object] = {
@@ -31,20 +51,33 @@ def body_limit(max_upload_bytes: int) -> int:
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    """`limit` for every route; `upload_limit` (default: `limit`) for UPLOAD_ROUTES."""
+
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None) -> None:
         self.app, self.limit = app, limit
+        self.upload_limit = limit if upload_limit is None else upload_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await _too_large(send, int(length), self.limit)
+        headers = dict(scope["headers"])
+        upload = _is_upload(scope)
+        limit = self.upload_limit if upload else self.limit
+        # Who, before how much: a stranger learns nothing about the limits.
+        if _has_body(headers) and (refused := await _refused_bearer(scope, headers, upload)):
+            await send_error(send, 401, {"error": "unauthorized", "detail": refused}, AUTH_HEADERS)
+            return
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _too_large(send, int(length), limit)
             return
         if _has_nul_in_url(scope):
             await send_error(send, 400, NUL_BODY, [])
             return
+        await self._read_then_call(scope, receive, send, limit)
+
+    async def _read_then_call(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         chunks, seen = [], 0
         while True:  # chunked bodies have no length up front: count as they arrive
             message = await receive()
@@ -52,8 +85,8 @@ class BodyLimit:
                 return  # the client left before its body was complete
             chunk = message.get("body", b"")
             seen += len(chunk)
-            if seen > self.limit:
-                await _too_large(send, seen, self.limit)
+            if seen > limit:
+                await _too_large(send, seen, limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -63,6 +96,38 @@ class BodyLimit:
             await send_error(send, 400, NUL_BODY, [(b"connection", b"close")])
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+AUTH_HEADERS = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
+
+
+def _is_upload(scope: Scope) -> bool:
+    method = scope["method"].encode()
+    return any(m == method and p.fullmatch(scope["path"]) for m, p in UPLOAD_ROUTES)
+
+
+def _has_body(headers: dict[bytes, bytes]) -> bool:
+    return headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
+
+
+async def _refused_bearer(scope: Scope, headers: dict[bytes, bytes], upload: bool) -> str | None:
+    """Why the caller may not send this body, or None. Only /v1 asks for a token; the
+    dependency checks it again for every request (this is only the early refusal)."""
+    path: str = scope["path"]
+    if not path.startswith("/v1/") or path in UNBEARERED:
+        return None
+    auth = headers.get(b"authorization", b"")
+    if not auth.lower().startswith(b"bearer ") or not auth[7:].strip():
+        return "missing bearer token"
+    if not upload:
+        return None  # a body of at most DEFAULT_BODY: cheaper to read than a DB lookup
+    db: Database = scope["app"].state.db
+    try:
+        async with db.session() as s:
+            await principal_for_token(s, auth[7:].strip().decode("latin-1"))
+    except Unauthorized:
+        return "unknown or revoked token"
+    return None
 
 
 def _has_nul_in_url(scope: Scope) -> bool:

@@ -13,9 +13,15 @@ import hashlib
 import math
 import time
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.limits import send_error
+from api.limits import CALLBACKS, send_error
+
+# Per client address, for requests that prove no one: /v1 without a bearer token, and any
+# 401. A person mistypes a token a few times; a guesser needs millions. The address is the
+# peer's (a proxy in front makes it the proxy's: deploy behind one that limits too).
+ADDRESS_PER_MINUTE = 30
+ADDRESS_BURST = 30
 
 
 class TokenBuckets:
@@ -39,6 +45,13 @@ class TokenBuckets:
         self.buckets[key] = (tokens, now)
         return (1 - tokens) / self.rate
 
+    def wait(self, key: str, now: float | None = None) -> float:
+        """What `take` would answer, without spending anything."""
+        now = time.monotonic() if now is None else now
+        tokens, at = self.buckets.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+
     def _prune(self, now: float) -> None:
         if len(self.buckets) > self.MAX_KEYS:
             full = self.burst / self.rate
@@ -46,31 +59,53 @@ class TokenBuckets:
 
 
 class RateLimit:
-    """429 `rate_limited` with Retry-After once a bearer token has spent its bucket.
-    Requests without a bearer token (health, the web page, signed callbacks) pass."""
+    """429 `rate_limited` with Retry-After once a bearer token has spent its bucket, or its
+    client address has spent the address bucket (unauthenticated /v1 requests and 401s).
+    Other requests without a bearer token (health, the web page, signed callbacks) pass."""
 
     def __init__(self, app: ASGIApp, per_minute: int, burst: int) -> None:
         self.app, self.buckets = app, TokenBuckets(per_minute, burst)
+        self.addresses = TokenBuckets(ADDRESS_PER_MINUTE, ADDRESS_BURST)
         self.on = per_minute > 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.on:
+            await self.app(scope, receive, send)
+            return
         auth = dict(scope.get("headers", [])).get(b"authorization", b"")
-        if scope["type"] != "http" or not self.on or not auth.lower().startswith(b"bearer "):
-            await self.app(scope, receive, send)
-            return
+        bearer = auth.lower().startswith(b"bearer ")
+        path: str = scope["path"]
+        address = f"addr:{(scope.get('client') or ('?',))[0]}"
+        if path.startswith("/v1/"):
+            wait = self.addresses.wait(address)
+            if wait > 0:
+                await _refuse(send, wait, "from this address without a valid token")
+                return
         # Keyed by a digest: the table never holds a usable token.
-        key = hashlib.sha256(auth[7:].strip()).hexdigest()
-        wait = self.buckets.take(key)
-        if wait <= 0:
-            await self.app(scope, receive, send)
+        if bearer and (wait := self.buckets.take(hashlib.sha256(auth[7:].strip()).hexdigest())):
+            await _refuse(send, wait, "with this token")
             return
-        retry = max(1, math.ceil(wait))
-        body = {
-            "error": "rate_limited",
-            "detail": f"too many requests with this token; retry in {retry} s",
-            "retry_after_seconds": retry,
-        }
-        await send_error(send, 429, body, [(b"retry-after", str(retry).encode())])
+        charged = path.startswith("/v1/") and not bearer and path != CALLBACKS
+        if charged:
+            self.addresses.take(address)
+
+        async def count_401(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                if not charged:
+                    self.addresses.take(address)
+            await send(message)
+
+        await self.app(scope, receive, count_401)
+
+
+async def _refuse(send: Send, wait: float, why: str) -> None:
+    retry = max(1, math.ceil(wait))
+    body = {
+        "error": "rate_limited",
+        "detail": f"too many requests {why}; retry in {retry} s",
+        "retry_after_seconds": retry,
+    }
+    await send_error(send, 429, body, [(b"retry-after", str(retry).encode())])
 
 
 class StreamSlots:

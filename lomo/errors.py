@@ -5,7 +5,8 @@
     ├── NotFound                   unknown id, or an id that belongs to another user
     ├── Conflict                   a write based on an old state (version, second answer)
     ├── InvalidInput               input the domain refuses (API answers 400/422)
-    │   └── TooLarge               a body or upload over its size limit (413)
+    │   ├── TooLarge               a body or upload over its size limit (413)
+    │   └── UnsupportedMediaType   an upload of a media type not on the list (415)
     ├── Unauthorized               missing or bad credentials
     ├── RateLimited                over a rate or connection limit (429, Retry-After)
     └── ModelError                 the model provider failed or answered nonsense
@@ -46,6 +47,10 @@ class InvalidInput(LomoError):
 
 class TooLarge(InvalidInput):
     code = "too_large"
+
+
+class UnsupportedMediaType(InvalidInput):
+    code = "unsupported_media_type"
 
 
 class Unauthorized(LomoError):

@@ -289,7 +289,8 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         )
         page = w.page
         _open(page, stack)
-        page.wait_for_function("window.__lomo.connected && window.__lomo.seqs.length > 0")
+        # Functions, not expressions: an expression is eval()ed in the page, which its CSP forbids.
+        page.wait_for_function("() => window.__lomo.connected && window.__lomo.seqs.length > 0")
         with httpx.Client(base_url=stack["sim_url"]) as sim:
             sim.post("/sim/faults", json={"latency_scale": 60})
         _say(page, "Generate an image of a green frog")
@@ -298,7 +299,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         )
         pid = json.loads((stack["data_dir"] / "stack.json").read_text())["pids"]["api"]
         os.kill(pid, signal.SIGKILL)
-        page.wait_for_function("!window.__lomo.connected", timeout=30_000)
+        page.wait_for_function("() => !window.__lomo.connected", timeout=30_000)
         w.screenshot("api-down")
         expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
             "data-status", "completed", timeout=180_000
@@ -307,7 +308,9 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         w.screenshot("resumed")
         with _api(stack) as api:
             everything = [e["seq"] for e in all_events(api)]
-        page.wait_for_function(f"window.__lomo.seqs.at(-1) === {everything[-1]}", timeout=30_000)
+        page.wait_for_function(
+            f"() => window.__lomo.seqs.at(-1) === {everything[-1]}", timeout=30_000
+        )
         seen = page.evaluate("window.__lomo.seqs")
         assert seen == everything, "an event was lost or repeated across the reconnect"
         with httpx.Client(base_url=stack["sim_url"]) as sim:

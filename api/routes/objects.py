@@ -20,9 +20,13 @@ from api.schemas.objects import (
     Written,
 )
 from api.services import objects
+from workspace import media
 
 router = APIRouter(prefix="/v1/objects", tags=["objects"])
 Version = Annotated[int | None, Query(ge=1, le=MAX_DB_INT)]
+# An asset is served from the api's own origin: the browser must neither guess its type
+# (nosniff) nor run anything in it (a sandbox with no sources), even opened in its own tab.
+BLOB_CSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
 BYTES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The asset's bytes, with its media type",
@@ -94,4 +98,21 @@ async def blob(
     version: Version = None,
 ) -> Response:
     data, media_type = await objects.blob(session, assets, user.id, object_id, version)
-    return Response(data, media_type=media_type)
+    return Response(data, media_type=_served_type(media_type), headers=blob_headers(media_type))
+
+
+def _served_type(media_type: str | None) -> str:
+    """A type stored before the list existed (or by an upstream) leaves as plain bytes."""
+    if media_type and media.allowed(media_type):
+        return media.base_type(media_type)
+    return "application/octet-stream"
+
+
+def blob_headers(media_type: str | None) -> dict[str, str]:
+    inline = media_type is not None and media.base_type(media_type) in media.INLINE
+    return {
+        "X-Content-Type-Options": "nosniff",
+        "Content-Disposition": "inline" if inline else "attachment",
+        "Content-Security-Policy": BLOB_CSP,
+        "Cross-Origin-Resource-Policy": "same-origin",
+    }

@@ -22,9 +22,9 @@ from api.schemas.objects import (
     Written,
 )
 from lomo.db.models import ObjectVersion, WorkObject
-from lomo.errors import InvalidInput, NotFound, TooLarge
+from lomo.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from lomo.events import append_event
-from workspace import store, writes
+from workspace import media, store, writes
 from workspace.cards import request_delete
 from workspace.edits import parse_edits
 from workspace.store import BlobStore
@@ -39,6 +39,12 @@ def _asset_bytes(content: dict[str, Any], limit: int) -> tuple[dict[str, Any], b
     media_type = content.get("media_type")
     if not isinstance(media_type, str) or "/" not in media_type or len(media_type) > 80:
         raise InvalidInput("an asset needs a 'media_type' such as image/png")
+    if not media.allowed(media_type):
+        raise UnsupportedMediaType(
+            f"'{media_type[:80]}' is not an accepted media type for an asset",
+            accepted=sorted(media.ALLOWED),
+        )
+    media_type = media.base_type(media_type)
     try:
         data = base64.b64decode(str(content.get("data_base64", "")), validate=True)
     except (binascii.Error, ValueError) as e:
