@@ -9,13 +9,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from importlib.resources import files
+from pathlib import Path
 
-import swagger_ui_bundle  # type: ignore[import-untyped]  # ships no type hints
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# Swagger UI's built files, as the swagger-ui-py package ships them (its Python is unused).
+SWAGGER_DIST = Path(str(files("swagger_ui") / "static"))
 
 # The page is one module script and one stylesheet of its own; assets it shows are fetched
 # with the token and shown through blob: URLs; the favicon is an empty data: URL.
@@ -55,11 +59,9 @@ class SecurityHeaders:
 
 
 def mount_docs(app: FastAPI) -> None:
-    """Swagger UI at /docs with its script and styles from the swagger-ui-bundle package.
+    """Swagger UI at /docs with its script and styles from the swagger-ui-py package.
     Create the app with `docs_url=None, redoc_url=None` so FastAPI's CDN page is not there."""
-    app.mount(
-        DOCS_ASSETS, StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets"
-    )
+    app.mount(DOCS_ASSETS, StaticFiles(directory=SWAGGER_DIST), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
