@@ -11,10 +11,12 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from playwright.sync_api import expect, sync_playwright
 from sqlalchemy import func, select
 from starlette.types import Message
 
@@ -24,6 +26,8 @@ from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import WorkObject
 from lomo.settings import Settings
+from tests.helpers import ThreadServer
+from tests.web_support import PageWatch, require_browser
 from workspace.blobs import make_asset_store
 from workspace.store import PERSON, create_asset
 
@@ -228,3 +232,23 @@ async def test_repeated_401s_from_one_address_are_429(app: FastAPI, token: str) 
         for _ in range(ADDRESS_BURST):
             _error(await other.get("/v1/tasks"), 401, "unauthorized")
         _error(await other.get("/v1/tasks"), 429, "rate_limited")
+
+
+def test_the_docs_render_in_chromium_from_this_host_alone(tmp_path: Path) -> None:
+    """Under its CSP, with only this host's files: the operations are listed, no error."""
+    chromium = require_browser()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'lomo.db'}"
+    app = create_app(Settings(data_dir=tmp_path, database_url=url, model_provider="offline"))
+    hosts: set[str] = set()
+    with ThreadServer(app) as srv, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            watch = PageWatch(page, "docs")
+            page.on("request", lambda r: hosts.add(urlsplit(r.url).netloc))
+            page.goto(f"{srv.url}/docs")
+            expect(page.locator(".opblock").first).to_be_visible(timeout=30_000)
+            watch.assert_clean()
+        finally:
+            browser.close()
+    assert hosts == {urlsplit(srv.url).netloc}, hosts
