@@ -29,6 +29,10 @@ expect = sync_api.expect
 UPLOAD_LIMIT = 200_000
 
 
+def _sim_auth(st: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {st['sim_token']}"}
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     data_dir = tmp_path_factory.mktemp("web") / "data"
@@ -290,7 +294,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         page = w.page
         _open(page, stack)
         page.wait_for_function("window.__lomo.connected && window.__lomo.seqs.length > 0")
-        with httpx.Client(base_url=stack["sim_url"]) as sim:
+        with httpx.Client(base_url=stack["sim_url"], headers=_sim_auth(stack)) as sim:
             sim.post("/sim/faults", json={"latency_scale": 60})
         _say(page, "Generate an image of a green frog")
         expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
@@ -310,7 +314,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         page.wait_for_function(f"window.__lomo.seqs.at(-1) === {everything[-1]}", timeout=30_000)
         seen = page.evaluate("window.__lomo.seqs")
         assert seen == everything, "an event was lost or repeated across the reconnect"
-        with httpx.Client(base_url=stack["sim_url"]) as sim:
+        with httpx.Client(base_url=stack["sim_url"], headers=_sim_auth(stack)) as sim:
             sim.delete("/sim/faults")
 
 
