@@ -11,7 +11,6 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
-from journal.running import ShowRunning
 from sqlalchemy.exc import IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -32,6 +31,7 @@ from activities.types import (
 from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
+from journal.running import ShowRunning
 from journal.store import StepStore
 from journal.types import (
     CallResult,

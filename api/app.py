@@ -39,6 +39,7 @@ from api.services.relay import relay_loop
 from lomo import telemetry
 from lomo.db.engine import Database
 from lomo.events import bell_relay
+from lomo.hosts import TrustedHosts
 from lomo.settings import Settings
 from lomo.temporal import connect
 from web import mount as mount_web
@@ -134,7 +135,9 @@ def create_app(
     app.add_middleware(
         RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
     )
-    app.add_middleware(SecurityHeaders)  # on every answer, the middlewares' refusals too
+    app.add_middleware(SecurityHeaders)  # on the app's answers and the limits' refusals
+    # Outside even that: a request for another site's name (DNS rebinding) gets nothing.
+    app.add_middleware(TrustedHosts, allowed=settings.trusted_hosts)
     app.include_router(metrics.router)
     if provider is not None:
         FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)

@@ -38,7 +38,7 @@ from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
 from lomo.events import append_event, bell_relay
 from lomo.ids import new_id
-from lomo.settings import EMBEDDED_CALLBACK_SECRET, Settings
+from lomo.settings import Settings
 from lomo.signing import sign
 
 WARMUP = 10
@@ -69,6 +69,8 @@ async def run(stack: Embedded, callbacks: int) -> list[str]:
     auth = {"Authorization": f"Bearer {token}"}
     seen: dict[float, float] = {}  # progress → when the stream had it
     times: list[float] = []
+    # The api process generated this install's secret into the data dir (lomo/install.py).
+    secret = (stack.tmp / "callback_secret").read_text().strip()
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=30) as http:
         listener = asyncio.create_task(
             _listen(http, auth, "generation.progress", lambda d: round(d["progress"], 6), seen)
@@ -80,7 +82,7 @@ async def run(stack: Embedded, callbacks: int) -> list[str]:
                 {"job_id": "job-bench", "status": "running", "progress": progress, "seq": n}
             ).encode()
             headers = {
-                "x-lomo-signature": sign(EMBEDDED_CALLBACK_SECRET, body),
+                "x-lomo-signature": sign(secret, body),
                 "content-type": "application/json",
             }
             t0 = time.perf_counter()

@@ -37,7 +37,7 @@ from lomo.ids import new_id
 from lomo.settings import Settings
 from lomo.temporal import start_dev_server
 from sim.app import create_app as create_sim
-from tests.helpers import ThreadServer, free_port
+from tests.helpers import ThreadServer, free_port, sim_auth
 from tests.runtime_support import add_message, kill, new_user, spawn_worker, worker_env
 from workflows.task import TaskWorkflow
 from workflows.types import TaskInput
@@ -101,12 +101,17 @@ async def main(n: int, window: float, checkpoints: list[int]) -> None:
     db = Database(db_url)
     settings = Settings(data_dir=tmp)
     sim_port = free_port()
-    sim = create_sim(tmp / "sim", settings.callback_secret.get_secret_value(), speed=1.0)
+    sim = create_sim(
+        tmp / "sim",
+        settings.callback_secret.get_secret_value(),
+        speed=1.0,
+        token=settings.sim_token.get_secret_value(),
+    )
     worker = None
     try:
         client = await _connect(f"127.0.0.1:{port}")
         with ThreadServer(sim, sim_port) as sim_srv:
-            async with httpx.AsyncClient(base_url=sim_srv.url) as http:
+            async with httpx.AsyncClient(base_url=sim_srv.url, headers=sim_auth(settings)) as http:
                 await http.post("/sim/faults", json={"latency_scale": 10_000})  # hours
             env = worker_env(
                 tmp,

@@ -30,13 +30,27 @@ DataDir = Annotated[
 
 
 def _settings(data_dir: Path | None = None) -> Settings:
-    if data_dir is not None:
-        import os
+    """The settings of this command, with the embedded mode's per-install secrets."""
+    from lomo.install import with_install_secrets
 
+    if data_dir is not None:
         os.environ["LOMO_DATA_DIR"] = str(data_dir)
         get_settings.cache_clear()
-    s = get_settings()
+    s = with_install_secrets(get_settings())
     s.data_dir.mkdir(parents=True, exist_ok=True)
+    return s
+
+
+def _serving_settings(data_dir: Path | None) -> Settings:
+    """Settings for a command that binds a server: the fixed secrets stop it off loopback."""
+    from lomo.errors import ConfigError
+
+    s = _settings(data_dir)
+    try:
+        s.refuse_fixed_secrets_off_loopback()
+    except ConfigError as e:
+        logging.getLogger(__name__).error("%s", e)
+        raise typer.Exit(2) from None
     return s
 
 
@@ -52,7 +66,7 @@ def up(data_dir: DataDir = None) -> None:
     """Start the embedded stack (Temporal, simulator, worker, api) until Ctrl-C."""
     from cli.stack import up as run_up
 
-    raise typer.Exit(run_up(_settings(data_dir)))
+    raise typer.Exit(run_up(_serving_settings(data_dir)))
 
 
 @app.command()
@@ -90,7 +104,7 @@ def api(data_dir: DataDir = None, migrate: bool = True) -> None:
     from api.app import create_app
     from lomo.db.migrate import upgrade
 
-    s = _settings(data_dir)
+    s = _serving_settings(data_dir)
     if migrate:
         upgrade(s.resolved_database_url)
     uvicorn.run(create_app(s), host=s.host, port=s.api_port, log_level="warning")
@@ -101,8 +115,16 @@ def sim(data_dir: DataDir = None) -> None:
     """Run the generation simulator."""
     from sim.server import run
 
-    s = _settings(data_dir)
-    run(s.host, s.sim_port, s.data_dir / "sim", s.callback_secret.get_secret_value(), s.sim_speed)
+    s = _serving_settings(data_dir)
+    run(
+        s.host,
+        s.sim_port,
+        s.data_dir / "sim",
+        s.callback_secret.get_secret_value(),
+        s.sim_speed,
+        token=s.sim_token.get_secret_value(),
+        allowed_hosts=s.trusted_hosts,
+    )
 
 
 @user_app.command("add")

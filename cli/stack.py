@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from cli.supervise import Backoff, Supervisor
+from lomo.install import write_private
 from lomo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,11 @@ def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]
 
 
 def _wait_http(
-    url: str, proc: subprocess.Popen[bytes], timeout: float, ours: Callable[[Any], bool]
+    url: str,
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    ours: Callable[[Any], bool],
+    headers: dict[str, str] | None = None,
 ) -> None:
     """Wait until our own server answers at `url`: a 200 whose JSON `ours` recognises. Any
     other answer (a 404 from some other server that holds the port) is not readiness."""
@@ -40,7 +45,7 @@ def _wait_http(
         if proc.poll() is not None:
             raise RuntimeError(f"{url}: process exited with {proc.returncode}")
         try:
-            r = httpx.get(url, timeout=1.0)
+            r = httpx.get(url, timeout=1.0, headers=headers)
             if r.status_code == 200 and ours(r.json()):
                 return
         except (httpx.HTTPError, ValueError):
@@ -186,7 +191,8 @@ def _start_parts(
     raises RuntimeError or TimeoutError when a part does not come up."""
     _wait_temporal(settings, start("temporal"), ready_timeout)
     sim_url = f"{settings.resolved_sim_url}/jobs"
-    _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b)
+    sim_auth = {"Authorization": f"Bearer {settings.sim_token.get_secret_value()}"}
+    _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b, sim_auth)
     worker = start("worker")
     api_ready = f"{settings.resolved_api_url}/readyz"
     _wait_http(api_ready, start("api"), ready_timeout, _is_lomo_api)
@@ -205,17 +211,18 @@ def _stack_info(settings: Settings, token: str) -> dict[str, Any]:
         "temporal_ui_url": settings.temporal_ui_url,
         "sim_url": settings.resolved_sim_url,
         "admin_token": settings.admin_token.get_secret_value(),
+        "callback_secret": settings.callback_secret.get_secret_value(),
+        "sim_token": settings.sim_token.get_secret_value(),
         "demo_token": token,
     }
 
 
 def _write_stack(stack_file: Path, stack: dict[str, Any], sup: Supervisor) -> None:
-    """Refresh the children's pids and states in `stack` and replace stack.json atomically."""
+    """Refresh the children's pids and states in `stack` and replace stack.json atomically
+    (owner-only: it holds the secrets)."""
     stack.update(pids=sup.pids(), restarts={n: c.restarts for n, c in sup.children.items()})
     stack["processes"] = sup.view()
-    tmp = stack_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(stack, indent=2))
-    tmp.replace(stack_file)
+    write_private(stack_file, json.dumps(stack, indent=2))
 
 
 def _banner(stack: dict[str, Any], stack_file: Path) -> str:

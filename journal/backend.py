@@ -67,6 +67,7 @@ class SqliteBackend:
 
 Processor = Callable[[Any], Any] | None
 _TUPLES_OK = pq.ExecStatus.TUPLES_OK
+_MAX_COMPILED = 1024
 
 
 class _Compiled:
@@ -123,6 +124,8 @@ class PostgresBackend:
     def _compile(self, stmt: Any) -> _Compiled:
         got = self._compiled.get(id(stmt))
         if got is None or got[0] is not stmt:
+            if len(self._compiled) >= _MAX_COMPILED:
+                self._compiled.clear()  # statements are built once; this bounds a misuse
             got = self._compiled[id(stmt)] = (stmt, _Compiled(stmt, self.dialect))
         return got[1]
 
@@ -153,8 +156,9 @@ class PostgresBackend:
                 if state["done"]:
                     raise RuntimeError("this transaction was committed with its last batch")
                 begin, state["open"] = not state["open"], True
+                got = await self._send(conn, pg, queries, begin=begin, commit=commit)
                 state["done"] = commit
-                return await self._send(conn, pg, queries, begin=begin, commit=commit)
+                return got
 
             try:
                 yield batch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -12,9 +13,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from lomo.errors import ConfigError
 
 PLACEHOLDER_SECRETS = frozenset({"", "changeme", "change-me", "secret", "placeholder", "dev"})
-# Fixed secrets of the embedded default: only a single local machine ever sees them.
+# Fixed stand-ins for in-process tests. `lomo` commands replace them in the embedded mode
+# with secrets generated per data directory (lomo/install.py), and refuse them off loopback.
 EMBEDDED_CALLBACK_SECRET = "embedded-callback-secret"
 EMBEDDED_ADMIN_TOKEN = "lomo-admin-embedded"
+EMBEDDED_SIM_TOKEN = "lomo-sim-embedded"
+FIXED_SECRETS = {
+    "admin_token": EMBEDDED_ADMIN_TOKEN,
+    "callback_secret": EMBEDDED_CALLBACK_SECRET,
+    "sim_token": EMBEDDED_SIM_TOKEN,
+}
+# The Host names the embedded default answers to: a DNS-rebinding page carries its own.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 class Settings(BaseSettings):
@@ -46,9 +56,14 @@ class Settings(BaseSettings):
     s3_access_key: SecretStr | None = None
     s3_secret_key: SecretStr | None = None
 
+    # Host header names the api and the simulator answer to, comma-separated; required in
+    # production. Unset in the embedded mode: loopback names and the bound address only.
+    allowed_hosts: str = ""
+
     # Secrets
     admin_token: SecretStr = SecretStr(EMBEDDED_ADMIN_TOKEN)
     callback_secret: SecretStr = SecretStr(EMBEDDED_CALLBACK_SECRET)
+    sim_token: SecretStr = SecretStr(EMBEDDED_SIM_TOKEN)  # the simulator's fault/listing calls
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = None
     anthropic_model: str = "claude-sonnet-4-5"
@@ -152,10 +167,12 @@ class Settings(BaseSettings):
     def _refuse_placeholders(self) -> Settings:
         if self.mode == "production":
             for name in ("admin_token", "callback_secret"):
+                if name not in self.model_fields_set:
+                    raise ConfigError(f"production mode needs LOMO_{name.upper()}")
                 value = getattr(self, name).get_secret_value()
                 if (
                     value.lower() in PLACEHOLDER_SECRETS
-                    or value in (EMBEDDED_ADMIN_TOKEN, EMBEDDED_CALLBACK_SECRET)
+                    or value in FIXED_SECRETS.values()
                     or len(value) < 16
                 ):
                     raise ConfigError(
@@ -164,7 +181,36 @@ class Settings(BaseSettings):
                     )
             if not self.database_url:
                 raise ConfigError("production mode needs LOMO_DATABASE_URL")
+            if not self.allowed_host_names:
+                raise ConfigError(
+                    "production mode needs LOMO_ALLOWED_HOSTS (the names clients use)"
+                )
         return self
+
+    def refuse_fixed_secrets_off_loopback(self) -> None:
+        """The stand-in secrets are public: a server reachable from other machines must not
+        run with them, in any mode. Called by the commands that bind the api or simulator."""
+        if is_loopback(self.host):
+            return
+        for name, fixed in FIXED_SECRETS.items():
+            if getattr(self, name).get_secret_value() == fixed:
+                raise ConfigError(
+                    f"LOMO_{name.upper()} is the fixed embedded value and LOMO_HOST={self.host} "
+                    "is not loopback; set a real secret or bind to 127.0.0.1"
+                )
+
+    @property
+    def allowed_host_names(self) -> list[str]:
+        return [h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip()]
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """Host header names the api and the simulator accept (lomo/hosts.py)."""
+        if names := self.allowed_host_names:
+            return names
+        # The bound address itself too: the default URLs (api_url, sim_url) carry it.
+        bound = [self.host] if _is_ip(self.host) else []
+        return [*LOOPBACK_NAMES, *bound]
 
     # Derived values: one place each, so no two copies of a default exist.
     @property
@@ -203,6 +249,23 @@ class Settings(BaseSettings):
         if self.model_provider == "offline":
             return False
         return self.anthropic_api_key is not None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @lru_cache(maxsize=1)

@@ -88,7 +88,7 @@ class Injector:
             self._note("postgres crashed and restarted")
 
     def _sim(self, faults: dict[str, object], reset: bool = False) -> None:
-        url = f"{self.stack.sim_url}/sim/faults"
+        url, auth = f"{self.stack.sim_url}/sim/faults", self.stack.sim_auth
         # A story's scene (a slow vendor the person acts during) holds through a fault
         # spell and is what a spell ends in: a wiped scene is a different story.
         scene = dict(self.stack.scene)
@@ -96,10 +96,10 @@ class Injector:
         while True:  # the simulator is never killed, but it may be busy
             try:
                 if reset:  # the simulator merges a POST: clear first, then the scene
-                    httpx.delete(url, timeout=5).raise_for_status()
+                    httpx.delete(url, headers=auth, timeout=5).raise_for_status()
                 if not reset or scene:
                     body = scene if reset else {**faults, **scene}
-                    httpx.post(url, json=body, timeout=5).raise_for_status()
+                    httpx.post(url, json=body, headers=auth, timeout=5).raise_for_status()
                 return
             except httpx.HTTPError:
                 if time.monotonic() > deadline:

@@ -299,7 +299,12 @@ class Person:
         """The vendor's pace (the person cannot change it; the harness sets the scene)."""
         url = f"{self.stack.sim_url}/sim/faults"
         self.stack.scene = dict(faults)
-        r = httpx.post(url, json=faults, timeout=10) if faults else httpx.delete(url, timeout=10)
+        auth = self.stack.sim_auth
+        r = (
+            httpx.post(url, json=faults, headers=auth, timeout=10)
+            if faults
+            else httpx.delete(url, headers=auth, timeout=10)
+        )
         r.raise_for_status()
 
     def days_pass(self, days: float) -> None:

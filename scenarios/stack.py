@@ -140,6 +140,11 @@ class Stack:
     def sim_url(self) -> str:
         return str(self.info["sim_url"])
 
+    @property
+    def sim_auth(self) -> dict[str, str]:
+        """The simulator's own token: its fault endpoints refuse a call without it."""
+        return {"Authorization": f"Bearer {self.info['sim_token']}"}
+
     def pids(self) -> dict[str, int]:
         """The children's current pids (a restarted child has a new one)."""
         try:

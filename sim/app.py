@@ -9,6 +9,7 @@ scratch*: they go back to ``queued`` with progress 0 and run their whole lifecyc
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import os
@@ -16,17 +17,19 @@ import random
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 
+from lomo.hosts import TrustedHosts
+from lomo.settings import LOOPBACK_NAMES
 from lomo.signing import SIGNATURE_HEADER, sign
 from sim import render
 
@@ -251,8 +254,28 @@ class Simulator:
                 logger.warning("callback delivery to %s failed: %r", url, exc)
 
 
-def create_app(data_dir: Path, callback_secret: str, speed: float = 1.0) -> FastAPI:
-    """Build the simulator app. ``speed`` multiplies every latency (0.02 = 50x faster)."""
+def _bearer(token: str) -> Any:
+    """A dependency refusing a request without ``Authorization: Bearer <token>``: fault
+    injection and the job listing are the operator's, not the generation client's."""
+
+    def check(request: Request) -> None:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise HTTPException(401, "the simulator token is missing or wrong")
+
+    return Depends(check)
+
+
+def create_app(
+    data_dir: Path,
+    callback_secret: str,
+    speed: float = 1.0,
+    *,
+    token: str,
+    allowed_hosts: Sequence[str] = LOOPBACK_NAMES,
+) -> FastAPI:
+    """Build the simulator app. ``speed`` multiplies every latency (0.02 = 50x faster);
+    ``token`` guards the fault and listing endpoints; ``allowed_hosts`` the Host names."""
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     sim = Simulator(data_dir, callback_secret, speed)
@@ -265,6 +288,12 @@ def create_app(data_dir: Path, callback_secret: str, speed: float = 1.0) -> Fast
 
     app = FastAPI(title="Lomo generation simulator", lifespan=lifespan)
     app.state.sim = sim
+    app.add_middleware(TrustedHosts, allowed=allowed_hosts)
+    operator = [_bearer(token)]
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, "unauthorized", exc.detail)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -283,7 +312,7 @@ def create_app(data_dir: Path, callback_secret: str, speed: float = 1.0) -> Fast
             await asyncio.sleep(sim.faults.submit_timeout_seconds)
         return {"job_id": job_id}
 
-    @app.get("/jobs")
+    @app.get("/jobs", dependencies=operator)
     async def list_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
         base = str(request.base_url)
         return {"jobs": [_public(j, base) for j in sim.jobs.values()]}
@@ -302,17 +331,17 @@ def create_app(data_dir: Path, callback_secret: str, speed: float = 1.0) -> Fast
             return _error(404, "not_found", f"no file {name}")
         return FileResponse(path)
 
-    @app.get("/sim/faults")
+    @app.get("/sim/faults", dependencies=operator)
     async def get_faults() -> Faults:
         return sim.faults
 
-    @app.post("/sim/faults")
+    @app.post("/sim/faults", dependencies=operator)
     async def set_faults(update: FaultsUpdate) -> Faults:
         changes = update.model_dump(exclude_unset=True, exclude_none=True)
         sim.faults = sim.faults.model_copy(update=changes)
         return sim.faults
 
-    @app.delete("/sim/faults")
+    @app.delete("/sim/faults", dependencies=operator)
     async def reset_faults() -> Faults:
         sim.faults = Faults()
         return sim.faults

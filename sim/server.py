@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
@@ -9,6 +10,16 @@ import uvicorn
 from sim.app import create_app
 
 
-def run(host: str, port: int, data_dir: Path, callback_secret: str, speed: float) -> None:
+def run(
+    host: str,
+    port: int,
+    data_dir: Path,
+    callback_secret: str,
+    speed: float,
+    *,
+    token: str,
+    allowed_hosts: Sequence[str],
+) -> None:
     """Serve the simulator on ``host:port`` until interrupted."""
-    uvicorn.run(create_app(data_dir, callback_secret, speed), host=host, port=port)
+    app = create_app(data_dir, callback_secret, speed, token=token, allowed_hosts=allowed_hosts)
+    uvicorn.run(app, host=host, port=port)

@@ -12,6 +12,8 @@ from typing import Any
 
 import uvicorn
 
+from lomo.settings import Settings
+
 # Ports the tests hand to servers come from below the kernel's ephemeral range (32768+),
 # where the OS picks the random ports of every other process: the Temporal dev server binds
 # its HTTP API, metrics and internal services to such random ports, and one of them once
@@ -85,3 +87,8 @@ async def eventually(
             return last
         await asyncio.sleep(interval)
     raise AssertionError(f"condition not met within {within} s (last: {last!r})")
+
+
+def sim_auth(settings: Settings) -> dict[str, str]:
+    """The header the simulator's fault and listing endpoints need."""
+    return {"Authorization": f"Bearer {settings.sim_token.get_secret_value()}"}

@@ -19,7 +19,7 @@ from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from sim.app import create_app as create_sim
-from tests.helpers import ThreadServer, free_port
+from tests.helpers import ThreadServer, free_port, sim_auth
 
 
 @dataclass
@@ -62,7 +62,12 @@ async def running_stack(
     db = Database(db_url)
     async with db.session() as s:
         user, token = await create_user(s, "tester")
-    sim_app = create_sim(tmp / "sim", settings.callback_secret.get_secret_value(), speed=0.05)
+    sim_app = create_sim(
+        tmp / "sim",
+        settings.callback_secret.get_secret_value(),
+        speed=0.05,
+        token=settings.sim_token.get_secret_value(),
+    )
     with (
         ThreadServer(sim_app, sim_port) as sim_srv,
         ThreadServer(create_app(settings), api_port) as api_srv,
@@ -70,7 +75,7 @@ async def running_stack(
         async with (
             httpx.AsyncClient(timeout=30) as http,
             httpx.AsyncClient(base_url=api_srv.url, timeout=30) as api,
-            httpx.AsyncClient(base_url=sim_srv.url, timeout=30) as sim,
+            httpx.AsyncClient(base_url=sim_srv.url, timeout=30, headers=sim_auth(settings)) as sim,
         ):
             stack = Stack(settings, api, sim, db, token, user.id)
             if not in_process_worker:

@@ -98,9 +98,12 @@ def test_expected_services_and_wiring() -> None:
     for name in LOMO_SERVICES:
         env = services[name]["environment"]
         assert env["LOMO_MODE"] == "production"
-        for secret in ("LOMO_ADMIN_TOKEN", "LOMO_CALLBACK_SECRET"):
+        for secret in ("LOMO_ADMIN_TOKEN", "LOMO_CALLBACK_SECRET", "LOMO_SIM_TOKEN"):
             assert re.fullmatch(rf"\$\{{{secret}:\?.+\}}", env[secret]), secret
         assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
+        # The services reach each other by name; the health check asks 127.0.0.1.
+        hosts = env["LOMO_ALLOWED_HOSTS"].split("$")[0].split(",")
+        assert {"api", "sim", "127.0.0.1"} <= set(hosts), hosts
 
 
 def test_prometheus_scrapes_the_api_and_every_worker() -> None:
@@ -123,7 +126,10 @@ def test_prometheus_scrapes_the_api_and_every_worker() -> None:
     from api.app import create_app
     from lomo.settings import Settings
 
-    r = TestClient(create_app(Settings())).get("/metrics")
+    # Prometheus sends its target's name as Host: the api must answer to that name.
+    allowed = services["api"]["environment"]["LOMO_ALLOWED_HOSTS"].split("$")[0]
+    app = create_app(Settings(allowed_hosts=allowed))
+    r = TestClient(app, base_url="http://api:8000").get("/metrics")
     assert r.status_code == 200 and "lomo_model_steps_total" in r.text
 
 
@@ -166,6 +172,10 @@ def test_dockerfile() -> None:
     assert any("uv sync --frozen --no-dev" in rest for kw, rest in instructions if kw == "RUN")
     users = [rest for kw, rest in instructions if kw == "USER"]
     assert users and users[-1] not in ("root", "0")
+    # Production mode: the image refuses to start without real secrets and allowed hosts.
+    env = " ".join(rest for kw, rest in instructions if kw == "ENV")
+    assert "LOMO_MODE=production" in env.split()
+    assert not any(k in env for k in ("LOMO_ADMIN_TOKEN", "LOMO_CALLBACK_SECRET", "SIM_TOKEN"))
     entry = [rest for kw, rest in instructions if kw in ("CMD", "ENTRYPOINT")]
     assert entry
     assert json.loads(entry[-1])[0] == "lomo"

@@ -51,7 +51,7 @@ async def token(db_url: str) -> str:
 
 def client(app: FastAPI, address: str = "203.0.113.7") -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app, client=(address, 4321))
-    return httpx.AsyncClient(transport=transport, base_url="http://lomo")
+    return httpx.AsyncClient(transport=transport, base_url="http://localhost")
 
 
 def _asset(media_type: str, data: bytes = b"\x89PNG....") -> dict[str, Any]:
@@ -199,7 +199,11 @@ async def _raw(
         "root_path": "",
         "client": ("203.0.113.9", 1),
         "server": ("lomo", 80),
-        "headers": [(b"host", b"lomo"), (b"content-length", str(1024 * KIB).encode()), *headers],
+        "headers": [
+            (b"host", b"localhost"),
+            (b"content-length", str(1024 * KIB).encode()),
+            *headers,
+        ],
     }
     await app(scope, receive, send)
     return status, read

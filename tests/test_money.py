@@ -29,7 +29,7 @@ from lomo.settings import Settings
 from money.ledger import ledger_problems
 from money.models import Account, Approval, LedgerEntry, PlanBudget
 from sim.app import create_app as create_sim
-from tests.helpers import ThreadServer, eventually, free_port
+from tests.helpers import ThreadServer, eventually, free_port, sim_auth
 from tools.base import ToolCallContext, ToolDeps, ToolResult
 from tools.generation import GenerateTool, RequestBudgetTool
 from workspace.store import AssetStore
@@ -149,7 +149,12 @@ async def money_env(
         user, token = await create_user(s, "payer")
         task = Task(id=new_id("tsk"), user_id=user.id, kind="persistent", goal="poster")
         s.add(task)
-    sim_app = create_sim(tmp / "sim", settings.callback_secret.get_secret_value(), speed=0.05)
+    sim_app = create_sim(
+        tmp / "sim",
+        settings.callback_secret.get_secret_value(),
+        speed=0.05,
+        token=settings.sim_token.get_secret_value(),
+    )
     with (
         ThreadServer(sim_app, sim_port) as sim_srv,
         ThreadServer(create_app(settings), api_port) as api_srv,
@@ -157,7 +162,7 @@ async def money_env(
         async with (
             httpx.AsyncClient(timeout=30) as http,
             httpx.AsyncClient(base_url=api_srv.url, timeout=30) as api,
-            httpx.AsyncClient(base_url=sim_srv.url, timeout=30) as sim,
+            httpx.AsyncClient(base_url=sim_srv.url, timeout=30, headers=sim_auth(settings)) as sim,
         ):
             m = Money(settings, db, http, api, sim, user.id, token, task.id, [user.id])
             try:

@@ -29,7 +29,12 @@ def test_embedded_defaults_need_no_setup(tmp_path: Path) -> None:
 def test_production_refuses_placeholder_secrets(name: str, value: str) -> None:
     secrets = {"admin_token": REAL, "callback_secret": REAL, name: value}
     with pytest.raises((ConfigError, ValidationError), match=name.upper()):
-        Settings(mode="production", database_url="postgresql+psycopg://x/y", **secrets)
+        Settings(
+            mode="production",
+            database_url="postgresql+psycopg://x/y",
+            allowed_hosts="lomo.example.com",
+            **secrets,
+        )
 
 
 def test_production_refuses_the_embedded_secrets() -> None:
@@ -43,6 +48,7 @@ def test_production_with_real_secrets_is_accepted() -> None:
         database_url="postgresql+psycopg://x/y",
         admin_token=REAL,
         callback_secret=REAL + "y",
+        allowed_hosts="lomo.example.com",
     )
     assert s.mode == "production"
 

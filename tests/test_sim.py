@@ -22,6 +22,8 @@ from sim.app import SIGNATURE_HEADER, create_app
 from tests.helpers import free_port
 
 SECRET = "test-secret"
+TOKEN = "test-sim-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SPEED = 0.02
 
 
@@ -79,7 +81,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[ServerThread]:
-    with ServerThread(create_app(tmp_path / "data", SECRET, speed=SPEED)) as s:
+    with ServerThread(create_app(tmp_path / "data", SECRET, speed=SPEED, token=TOKEN)) as s:
         yield s
 
 
@@ -111,7 +113,7 @@ async def _wait_for(pred: Any, limit_s: float = 20) -> None:
 @pytest.mark.parametrize("kind", ["image", "video", "audio", "3d"])
 async def test_each_kind_produces_real_file(sim: ServerThread, kind: str) -> None:
     params: dict[str, Any] = {"prompt": "sunset", "width": 320, "height": 200, "duration_s": 1}
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         job = await _wait_terminal(client, await _submit(client, kind, params=params))
         assert job["status"] == "succeeded"
         assert job["progress"] == 1.0
@@ -131,7 +133,7 @@ async def test_each_kind_produces_real_file(sim: ServerThread, kind: str) -> Non
 
 
 async def test_validation_and_not_found(sim: ServerThread) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         bad = await client.post("/jobs", json={"kind": "smell", "model": "m", "params": {}})
         assert bad.status_code == 422
         assert set(bad.json()) == {"error", "detail"}
@@ -142,7 +144,7 @@ async def test_validation_and_not_found(sim: ServerThread) -> None:
 
 
 async def test_idempotency_key_dedup(sim: ServerThread) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         a = await _submit(client, idempotency_key="k-1")
         b = await _submit(client, idempotency_key="k-1")
         assert a == b
@@ -151,7 +153,7 @@ async def test_idempotency_key_dedup(sim: ServerThread) -> None:
 
 
 async def test_callbacks_signed_and_ordered(sim: ServerThread, receiver: Receiver) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         job_id = await _submit(client, callback_url=receiver.url, idempotency_key="ik")
         await _wait_terminal(client, job_id)
     await _wait_for(lambda: any(e["status"] == "succeeded" for e in receiver.events()))
@@ -166,7 +168,7 @@ async def test_callbacks_signed_and_ordered(sim: ServerThread, receiver: Receive
 
 
 async def test_duplicate_callbacks(sim: ServerThread, receiver: Receiver) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         faults = (await client.post("/sim/faults", json={"duplicate_callbacks": 2})).json()
         assert faults["duplicate_callbacks"] == 2
         await _wait_terminal(client, await _submit(client, callback_url=receiver.url))
@@ -179,7 +181,7 @@ async def test_duplicate_callbacks(sim: ServerThread, receiver: Receiver) -> Non
 
 
 async def test_drop_callbacks(sim: ServerThread, receiver: Receiver) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         await client.post("/sim/faults", json={"drop_callbacks": True})
         job = await _wait_terminal(client, await _submit(client, callback_url=receiver.url))
         assert job["status"] == "succeeded"
@@ -188,7 +190,7 @@ async def test_drop_callbacks(sim: ServerThread, receiver: Receiver) -> None:
 
 
 async def test_fail_rate_one_fails(sim: ServerThread, receiver: Receiver) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         await client.post("/sim/faults", json={"fail_rate": 1})
         job = await _wait_terminal(client, await _submit(client, callback_url=receiver.url))
         assert job["status"] == "failed" and job["error"]
@@ -199,7 +201,7 @@ async def test_fail_rate_one_fails(sim: ServerThread, receiver: Receiver) -> Non
 
 
 async def test_submit_timeout_after_create(sim: ServerThread) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         await client.post(
             "/sim/faults",
             json={"submit_timeout_after_create": True, "submit_timeout_seconds": 1.5},
@@ -217,7 +219,7 @@ async def test_submit_timeout_after_create(sim: ServerThread) -> None:
 
 
 async def test_out_of_order(sim: ServerThread, receiver: Receiver) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as client:
         await client.post("/sim/faults", json={"out_of_order": True})
         await _wait_terminal(client, await _submit(client, callback_url=receiver.url))
     await _wait_for(lambda: len(receiver.events()) == 4)
@@ -230,17 +232,47 @@ async def test_out_of_order(sim: ServerThread, receiver: Receiver) -> None:
 async def test_restart_persistence(tmp_path: Path) -> None:
     data = tmp_path / "data"
     # speed=1 so the job is still in flight when the first server stops.
-    with ServerThread(create_app(data, SECRET, speed=1.0)) as first:
-        async with httpx.AsyncClient(base_url=first.url) as client:
+    with ServerThread(create_app(data, SECRET, speed=1.0, token=TOKEN)) as first:
+        async with httpx.AsyncClient(base_url=first.url, headers=AUTH) as client:
             job_id = await _submit(client, "3d")
     saved = json.loads((data / "jobs.json").read_text())["jobs"]
     assert [j["job_id"] for j in saved] == [job_id]
     assert saved[0]["status"] not in ("succeeded", "failed")
-    with ServerThread(create_app(data, SECRET, speed=SPEED)) as second:
-        async with httpx.AsyncClient(base_url=second.url) as client:
+    with ServerThread(create_app(data, SECRET, speed=SPEED, token=TOKEN)) as second:
+        async with httpx.AsyncClient(base_url=second.url, headers=AUTH) as client:
             jobs = (await client.get("/jobs")).json()["jobs"]
             assert [j["job_id"] for j in jobs] == [job_id]
             job = await _wait_terminal(client, job_id)
             assert job["status"] == "succeeded"
             assert job["result_url"].startswith(second.url)
             assert (await client.get(job["result_url"])).status_code == 200
+
+
+async def test_operator_endpoints_need_the_sim_token(sim: ServerThread) -> None:
+    """Fault injection and the job listing refuse a call without the simulator's own token
+    (or with another); the generation endpoints the worker uses need none."""
+    async with httpx.AsyncClient(base_url=sim.url) as anon:
+        for method, path in [("POST", "/sim/faults"), ("GET", "/sim/faults"), ("GET", "/jobs")]:
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                r = await anon.request(method, path, json={"fail_rate": 1}, headers=headers)
+                assert r.status_code == 401, (method, path, r.text)
+                assert r.json()["error"] == "unauthorized"
+        assert (await anon.delete("/sim/faults")).status_code == 401
+        job_id = await _submit(anon)  # the worker's calls: no token
+        assert (await anon.get(f"/jobs/{job_id}")).status_code == 200
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as op:
+        faults = await op.post("/sim/faults", json={"fail_rate": 1})
+        assert faults.status_code == 200 and faults.json()["fail_rate"] == 1
+        assert [j["job_id"] for j in (await op.get("/jobs")).json()["jobs"]] == [job_id]
+
+
+async def test_a_foreign_host_name_is_refused(sim: ServerThread) -> None:
+    """A page whose DNS name was rebound to 127.0.0.1 sends its own Host: refused with 400,
+    token or not; the loopback names, with or without a port, are served."""
+    async with httpx.AsyncClient(base_url=sim.url, headers=AUTH) as c:
+        for host in ("evil.example", f"evil.example:{sim.port}", "127.0.0.1.evil.example"):
+            r = await c.get("/sim/faults", headers={"Host": host})
+            assert r.status_code == 400 and r.json()["error"] == "invalid_host", host
+            assert (await c.post("/jobs", headers={"Host": host}, json={})).status_code == 400
+        for host in ("127.0.0.1", f"127.0.0.1:{sim.port}", f"localhost:{sim.port}", "[::1]:1"):
+            assert (await c.get("/sim/faults", headers={"Host": host})).status_code == 200

@@ -78,7 +78,12 @@ async def test_one_trace_and_moving_metrics(
     )
     listener = telemetry.serve_metrics(metrics_port, "127.0.0.1")
     assert listener is not None
-    sim_app = create_sim(tmp_path / "sim", settings.callback_secret.get_secret_value(), speed=0.05)
+    sim_app = create_sim(
+        tmp_path / "sim",
+        settings.callback_secret.get_secret_value(),
+        speed=0.05,
+        token=settings.sim_token.get_secret_value(),
+    )
     try:
         with (
             ThreadServer(sim_app, sim_port),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from lomo.settings import FIXED_SECRETS
 from tests.up_support import all_events, start_up, stop_up, up_env
 
 pytestmark = pytest.mark.slow
@@ -25,6 +27,7 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
         for key in ("api_url", "temporal_address", "temporal_ui_url", "sim_url", "admin_token"):
             assert stack[key]
         assert set(stack["pids"]) == {"temporal", "worker", "api", "sim"}
+        _secrets_are_private_to_this_install(data_dir, stack)
         auth = {"Authorization": f"Bearer {stack['demo_token']}"}
         with httpx.Client(base_url=stack["api_url"], headers=auth, timeout=30) as api:
             r = api.post("/v1/messages", json={"text": "Generate an image of a red tabby cat"})
@@ -53,6 +56,8 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
     proc, stack2 = start_up(data_dir, env)
     try:
         assert stack2["demo_token"] == stack["demo_token"]
+        for name in SECRETS:  # generated once per data dir, reused by every later start
+            assert stack2[name] == stack[name]
         auth = {"Authorization": f"Bearer {stack2['demo_token']}"}
         with httpx.Client(base_url=stack2["api_url"], headers=auth, timeout=30) as api:
             again = api.get(f"/v1/tasks/{task['task_id']}").json()
@@ -65,6 +70,27 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
             assert "data: " not in r.text
     finally:
         stop_up(proc, stack2)
+
+
+SECRETS = ("admin_token", "callback_secret", "sim_token")
+
+
+def _secrets_are_private_to_this_install(data_dir: Path, stack: dict[str, Any]) -> None:
+    """Random secrets in owner-only files, the same in stack.json (owner-only too); the
+    simulator's listing needs its token."""
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data_dir / "stack.json").stat().st_mode) == 0o600
+    for name in SECRETS:
+        assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600
+        assert stack[name] == (data_dir / name).read_text().strip()
+        assert stack[name] not in FIXED_SECRETS.values() and len(stack[name]) >= 32
+    assert httpx.get(f"{stack['sim_url']}/jobs", timeout=10).status_code == 401
+    auth = {"Authorization": f"Bearer {stack['sim_token']}"}
+    assert httpx.get(f"{stack['sim_url']}/jobs", headers=auth, timeout=10).status_code == 200
+    url = f"{stack['api_url']}/v1/admin/users"
+    for token, status in ((FIXED_SECRETS["admin_token"], 401), (stack["admin_token"], 201)):
+        r = httpx.post(url, json={"name": "ops"}, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == status, r.text
 
 
 def test_up_refuses_a_port_another_server_holds(tmp_path: Path) -> None:

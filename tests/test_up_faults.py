@@ -62,8 +62,13 @@ def _kill(data_dir: Path, part: str) -> int:
     return old
 
 
-def _jobs(sim_url: str) -> list[dict[str, Any]]:
-    jobs: list[dict[str, Any]] = httpx.get(f"{sim_url}/jobs", timeout=10).json()["jobs"]
+def _sim_auth(data_dir: Path) -> dict[str, str]:
+    return {"Authorization": f"Bearer {_stack(data_dir)['sim_token']}"}
+
+
+def _jobs(sim_url: str, data_dir: Path) -> list[dict[str, Any]]:
+    r = httpx.get(f"{sim_url}/jobs", headers=_sim_auth(data_dir), timeout=10)
+    jobs: list[dict[str, Any]] = r.json()["jobs"]
     return jobs
 
 
@@ -129,10 +134,15 @@ def test_each_part_dies_and_the_platform_stays_up(tmp_path: Path) -> None:
 def _worker_dies_mid_job_then_crash_loops(
     api: httpx.Client, data_dir: Path, sim_url: str, crash: Path
 ) -> None:
-    httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 100}, timeout=10)  # seconds
+    httpx.post(
+        f"{sim_url}/sim/faults",
+        headers=_sim_auth(data_dir),
+        json={"latency_scale": 100},
+        timeout=10,
+    )  # seconds
     first = _post(api, CAT)
     until(lambda: _status(api, first, "waiting_generation"), 90, "the job is running")
-    assert [j["status"] for j in _jobs(sim_url)] in (["queued"], ["running"])
+    assert [j["status"] for j in _jobs(sim_url, data_dir)] in (["queued"], ["running"])
     crash.touch()  # from now on every worker start exits at once
     old = _kill(data_dir, "worker")
     # The api answers and accepts messages while no worker runs.
@@ -155,8 +165,8 @@ def _worker_dies_mid_job_then_crash_loops(
     until(lambda: _status(api, second, "completed"), 120, "the message sent meanwhile")
     assert _stack(data_dir)["processes"]["worker"]["state"] == "running"
     # Exactly one upstream job per task: the restarted worker submitted nothing twice.
-    assert len(_jobs(sim_url)) == 2
-    httpx.delete(f"{sim_url}/sim/faults", timeout=10)
+    assert len(_jobs(sim_url, data_dir)) == 2
+    httpx.delete(f"{sim_url}/sim/faults", headers=_sim_auth(data_dir), timeout=10)
 
 
 def _api_dies_under_an_sse_client(
@@ -165,7 +175,9 @@ def _api_dies_under_an_sse_client(
     sse = SseClient(f"{stack['api_url']}/v1/events", stack["demo_token"])
     sse.start()
     until(lambda: sse.seqs, 30, "the SSE client has the history")
-    httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 60}, timeout=10)
+    httpx.post(
+        f"{sim_url}/sim/faults", headers=_sim_auth(data_dir), json={"latency_scale": 60}, timeout=10
+    )
     mid = _post(api, "Generate an image of a green frog")
     until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
     _kill(data_dir, "api")
@@ -178,7 +190,7 @@ def _api_dies_under_an_sse_client(
     assert sse.reconnects >= 1
     assert sse.seqs == everything, "an event was lost or repeated across the reconnect"
     assert _stack(data_dir)["restarts"]["api"] == 1
-    httpx.delete(f"{sim_url}/sim/faults", timeout=10)
+    httpx.delete(f"{sim_url}/sim/faults", headers=_sim_auth(data_dir), timeout=10)
 
 
 def _api_back(api: httpx.Client) -> bool:
@@ -189,13 +201,18 @@ def _api_back(api: httpx.Client) -> bool:
 
 
 def _temporal_dies_while_a_task_is_parked(api: httpx.Client, data_dir: Path, sim_url: str) -> None:
-    httpx.post(f"{sim_url}/sim/faults", json={"latency_scale": 100}, timeout=10)
-    jobs_before = len(_jobs(sim_url))
+    httpx.post(
+        f"{sim_url}/sim/faults",
+        headers=_sim_auth(data_dir),
+        json={"latency_scale": 100},
+        timeout=10,
+    )
+    jobs_before = len(_jobs(sim_url, data_dir))
     mid = _post(api, "Generate an image of a yellow submarine")
     until(lambda: _status(api, mid, "waiting_generation"), 90, "parked on its job")
     _kill(data_dir, "temporal")
     until(lambda: _stack(data_dir)["restarts"]["temporal"] == 1, 30, "temporal restarted")
     done = until(lambda: _status(api, mid, "completed"), 180, "the parked task completes")
     assert done["artifacts"]
-    assert len(_jobs(sim_url)) == jobs_before + 1
-    httpx.delete(f"{sim_url}/sim/faults", timeout=10)
+    assert len(_jobs(sim_url, data_dir)) == jobs_before + 1
+    httpx.delete(f"{sim_url}/sim/faults", headers=_sim_auth(data_dir), timeout=10)

@@ -29,6 +29,10 @@ expect = sync_api.expect
 UPLOAD_LIMIT = 200_000
 
 
+def _sim_auth(st: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {st['sim_token']}"}
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     data_dir = tmp_path_factory.mktemp("web") / "data"
@@ -291,7 +295,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         _open(page, stack)
         # Functions, not expressions: an expression is eval()ed in the page, which its CSP forbids.
         page.wait_for_function("() => window.__lomo.connected && window.__lomo.seqs.length > 0")
-        with httpx.Client(base_url=stack["sim_url"]) as sim:
+        with httpx.Client(base_url=stack["sim_url"], headers=_sim_auth(stack)) as sim:
             sim.post("/sim/faults", json={"latency_scale": 60})
         _say(page, "Generate an image of a green frog")
         expect(page.locator(".task-detail .task-head .badge")).to_have_attribute(
@@ -313,7 +317,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         )
         seen = page.evaluate("window.__lomo.seqs")
         assert seen == everything, "an event was lost or repeated across the reconnect"
-        with httpx.Client(base_url=stack["sim_url"]) as sim:
+        with httpx.Client(base_url=stack["sim_url"], headers=_sim_auth(stack)) as sim:
             sim.delete("/sim/faults")
 
 
