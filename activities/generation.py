@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -11,9 +11,11 @@ from activities.types import OrderRef, OrderState
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
 from money.orders import (
+    OFF_ORIGIN,
     UNCLEAR_SUBMIT,
     claim_submit,
     fail_order,
+    on_upstream_origin,
     record_job_state,
     submit_unclear,
 )
@@ -74,10 +76,11 @@ class GenerationActivities:
             if order.object_id or order.status != "succeeded":
                 return OrderState(order.id, order.status)
             url, kind = order.result_url, order.kind
-        if not url:
-            raise ApplicationError(f"order {ref.order_id} succeeded without a result url")
-        r = await self.deps.http.get(url)
-        r.raise_for_status()
+        if not on_upstream_origin(url, self.deps.settings):
+            # Recorded successes are checked already; an older row is not followed either.
+            await self._refuse(ref.order_id, OFF_ORIGIN)
+        assert url is not None
+        data = await self._download(ref.order_id, url)
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             assert order is not None
@@ -88,10 +91,10 @@ class GenerationActivities:
                 self.deps.assets,
                 order.workspace_id,
                 name=f"{kind} {order.id}",
-                data=r.content,
-                media_type=r.headers.get(
-                    "content-type", MEDIA.get(kind, "application/octet-stream")
-                ),
+                data=data,
+                # The job's kind says what it made; the response's Content-Type is the
+                # upstream's word and could make the asset render as something else.
+                media_type=MEDIA.get(kind, "application/octet-stream"),
                 created_by=f"task:{order.task_id}:{order.idempotency_key}",
                 provenance={
                     "task_id": order.task_id,
@@ -108,6 +111,34 @@ class GenerationActivities:
                 {"object_id": obj.id, "version": 1, "task_id": order.task_id},
             )
             return OrderState(order.id, order.status)
+
+    async def _download(self, order_id: str, url: str) -> bytes:
+        """The result's bytes, streamed and counted: past the upload cap it is dropped
+        before it is held whole (a declared Content-Length over it is not even read)."""
+        cap = self.deps.settings.max_upload_bytes
+        too_big = f"result is larger than the {cap}-byte upload limit; not stored"
+        async with self.deps.http.stream("GET", url) as r:
+            r.raise_for_status()
+            declared = r.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                await self._refuse(order_id, too_big)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in r.aiter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    await self._refuse(order_id, too_big)
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _refuse(self, order_id: str, reason: str) -> NoReturn:
+        """Collection refused for good: the reason is kept on the order (which stays
+        settled: the upstream did the work) and the activity is not retried."""
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, order_id, with_for_update=True)
+            assert order is not None
+            order.error, order.updated_at = reason, now()
+        raise ApplicationError(f"order {order_id}: {reason}", non_retryable=True)
 
     def all(self) -> list[Any]:
         return [self.poll_generation, self.collect_generation]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -38,6 +39,10 @@ ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeede
 TERMINAL_ORDER = ("succeeded", "failed")
 # The refund rule's reason (an upstream without idempotency keys only).
 UNCLEAR_SUBMIT = "upstream submit outcome unclear (no job id recorded); refunded, not resubmitted"
+# A success whose result lives elsewhere fails as an upstream failure does (and refunds):
+# following it would let a callback make the worker fetch any address it names.
+OFF_ORIGIN = "result url is not on the generation upstream's origin; not fetched"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def now() -> datetime:
@@ -217,6 +222,22 @@ async def fail_order(
     return changed
 
 
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        u = httpx.URL(url)  # the parser that fetches it: no disagreement about the host
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
+    if u.scheme not in DEFAULT_PORTS or not u.host or u.userinfo:
+        return None
+    return u.scheme, u.host, u.port or DEFAULT_PORTS[u.scheme]
+
+
+def on_upstream_origin(url: str | None, settings: Settings) -> bool:
+    """Is `url` on the configured generation upstream's scheme, host and port?"""
+    own = _origin(settings.resolved_sim_url)
+    return bool(url) and own is not None and _origin(str(url)) == own
+
+
 def apply_job_state(
     order: GenerationOrder,
     status: str,
@@ -268,6 +289,8 @@ async def record_job_state(
         .values(updated_at=GenerationOrder.updated_at)
     )
     await session.refresh(order)
+    if status == "succeeded" and not on_upstream_origin(job.get("result_url"), settings):
+        status, job = "failed", {"error": OFF_ORIGIN}
     was_terminal = order.status in TERMINAL_ORDER
     if was_terminal or status in TERMINAL_ORDER:
         # Lock order: account before the per-user event counter, as in place_order;

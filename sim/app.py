@@ -57,6 +57,8 @@ class Faults(BaseModel):
     submit_timeout_seconds: float = Field(default=10.0, ge=0)
     fail_rate: float = Field(default=0.0, ge=0, le=1)
     latency_scale: float = Field(default=1.0, ge=0)
+    # Serve results under this Content-Type instead of the file's own (a lying upstream).
+    result_content_type: str | None = None
 
 
 class FaultsUpdate(BaseModel):
@@ -69,6 +71,7 @@ class FaultsUpdate(BaseModel):
     submit_timeout_seconds: float | None = Field(default=None, ge=0)
     fail_rate: float | None = Field(default=None, ge=0, le=1)
     latency_scale: float | None = Field(default=None, ge=0)
+    result_content_type: str | None = None
 
 
 def _error(status: int, error: str, detail: Any) -> JSONResponse:
@@ -329,7 +332,7 @@ def create_app(
         path = sim.files_dir / name
         if Path(name).name != name or not path.is_file():
             return _error(404, "not_found", f"no file {name}")
-        return FileResponse(path)
+        return FileResponse(path, media_type=sim.faults.result_content_type)
 
     @app.get("/sim/faults", dependencies=operator)
     async def get_faults() -> Faults:
