@@ -32,6 +32,7 @@ from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
 from journal.running import ShowRunning
+from journal.statements import FINAL_CALL
 from journal.store import StepStore
 from journal.types import (
     CallResult,
@@ -53,7 +54,6 @@ from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
 
 log = logging.getLogger(__name__)
-FINAL_CALL = ("done", "error", "outcome_unknown")
 
 
 class RuntimeActivities:

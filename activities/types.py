@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# A person's stop, an archive and a lightweight task's completion end the workflow.
-TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
-
 
 @dataclass
 class StatusInput:

@@ -9,11 +9,9 @@ from typing import Any
 
 from journal import statements as st
 from journal.backend import Batch
-from journal.types import StatusChange
+from journal.types import TERMINAL_TASK_STATUSES, StatusChange
 from lomo.db.query import Query, Rows
 from lomo.events import event_queries
-
-TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
 
 
 async def write_changes(

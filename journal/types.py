@@ -8,6 +8,10 @@ from typing import Any
 
 from context.types import StepData
 
+# A person's stop, an archive and a lightweight task's completion end the workflow; a
+# change to one of them expires the task's open cards.
+TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
+
 
 @dataclass(frozen=True, slots=True)
 class StepQuery:

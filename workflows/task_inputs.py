@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.types import TERMINAL_TASK_STATUSES
+    from journal.types import TERMINAL_TASK_STATUSES
     from workflows.types import FlowEvent, GenerationEvent, ResumeInput
 
 from workflows.task_state import FINAL_ORDER, TaskState
