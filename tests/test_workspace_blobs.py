@@ -1,9 +1,12 @@
 """Asset byte stores: the directory (embedded) and the S3-compatible store (production)
-behind one interface; the S3 signer checked against AWS's published example."""
+behind one interface; the S3 signer checked against AWS's published example; a slow bucket
+stalls only the call waiting on it, never the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,10 +16,12 @@ from pydantic import SecretStr
 from lomo.errors import ConfigError, NotFound
 from lomo.settings import Settings
 from tests.helpers import ThreadServer
+from workspace import media
 from workspace.blobs import (
     AssetStore,
     BlobStore,
     S3AssetStore,
+    blob_key,
     make_asset_store,
     sigv4_authorization,
 )
@@ -87,30 +92,99 @@ def s3_standin(secret: str) -> tuple[FastAPI, dict[str, bytes]]:
     return app, objects
 
 
-def _roundtrip(store: BlobStore) -> None:
-    key = store.put("obj_1", 2, b"\x89PNG fake", "image/png")
+async def _roundtrip(store: BlobStore) -> None:
+    key = await store.put("obj_1", 2, b"\x89PNG fake", "image/png")
     assert key == "obj_1/v2.png"
-    assert store.get(key) == b"\x89PNG fake"
-    store.delete(key)
-    store.delete(key)  # deleting again is no error (purges may run twice)
+    assert await store.get(key) == b"\x89PNG fake"
+    await store.delete(key)
+    await store.delete(key)  # deleting again is no error (purges may run twice)
     with pytest.raises(NotFound):
-        store.get(key)
+        await store.get(key)
 
 
-def test_directory_store(tmp_path: Path) -> None:
-    _roundtrip(AssetStore(tmp_path))
+async def test_directory_store(tmp_path: Path) -> None:
+    await _roundtrip(AssetStore(tmp_path))
 
 
-def test_s3_store_against_a_signature_checking_server() -> None:
+async def test_s3_store_against_a_signature_checking_server() -> None:
     app, objects = s3_standin(SECRET)
     with ThreadServer(app) as srv:
         store = S3AssetStore(srv.url, "lomo-assets", ACCESS, SECRET, "eu-central-1")
-        store.put("obj_9", 1, b"bytes", "video/mp4")
+        await store.put("obj_9", 1, b"bytes", "video/mp4")
         assert objects == {"lomo-assets/obj_9/v1.mp4": b"bytes"}
-        _roundtrip(store)
+        await _roundtrip(store)
         wrong = S3AssetStore(srv.url, "lomo-assets", ACCESS, "not-the-secret", "eu-central-1")
         with pytest.raises(Exception, match="403"):
-            wrong.put("obj_9", 2, b"x", "video/mp4")
+            await wrong.put("obj_9", 2, b"x", "video/mp4")
+
+
+def gated_s3(gate: threading.Event, arrived: threading.Event, seen: list[bool]) -> FastAPI:
+    """An S3 server that holds every request until `gate` opens (or 10 s pass) and records
+    whether it was opened: it is opened only by a coroutine on the caller's event loop."""
+    app = FastAPI()
+
+    @app.api_route("/{bucket}/{key:path}", methods=["GET", "PUT", "DELETE"])
+    def obj(bucket: str, key: str) -> Response:  # sync: uvicorn runs it in a thread
+        arrived.set()
+        seen.append(gate.wait(timeout=10))
+        return Response(b"bytes", status_code=200)
+
+    return app
+
+
+@pytest.mark.parametrize("op", ["put", "get", "delete"])
+async def test_a_slow_bucket_does_not_block_the_event_loop(op: str) -> None:
+    """While the bucket holds the request, another coroutine on the same loop must run and
+    open the gate. A store that called a blocking client on the loop would hold the loop
+    until the server gave up waiting, and the server would record a gate never opened."""
+    gate, arrived, seen = threading.Event(), threading.Event(), []
+
+    async def open_gate_when_the_request_is_in() -> None:
+        while not arrived.is_set():
+            await asyncio.sleep(0.01)
+        gate.set()
+
+    with ThreadServer(gated_s3(gate, arrived, seen)) as srv:
+        store = S3AssetStore(srv.url, "lomo-assets", ACCESS, SECRET, "eu-central-1")
+        call = {
+            "put": lambda: store.put("obj_1", 1, b"x", "image/png"),
+            "get": lambda: store.get("obj_1/v1.png"),
+            "delete": lambda: store.delete("obj_1/v1.png"),
+        }[op]
+        await asyncio.gather(call(), open_gate_when_the_request_is_in())
+    assert seen == [True]
+
+
+async def test_the_directory_store_writes_off_the_loop(tmp_path: Path) -> None:
+    """The disk write runs in a thread: a write held inside it leaves the loop free."""
+    gate, entered = threading.Event(), threading.Event()
+    store = AssetStore(tmp_path)
+    real = store._write
+    opened: list[bool] = []
+
+    def held_write(path: Path, data: bytes) -> None:
+        entered.set()
+        opened.append(gate.wait(timeout=10))
+        real(path, data)
+
+    store._write = held_write  # type: ignore[method-assign]
+
+    async def opener() -> None:
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        gate.set()
+
+    await asyncio.gather(store.put("obj_1", 1, b"x", "image/png"), opener())
+    assert opened == [True]
+    assert await store.get("obj_1/v1.png") == b"x"
+
+
+def test_every_uploadable_media_type_keeps_its_extension() -> None:
+    for media_type in media.ALLOWED:
+        key = blob_key("obj_1", 1, media_type)
+        assert not key.endswith(".bin"), media_type
+    assert blob_key("obj_1", 1, "Image/JPEG; q=1") == "obj_1/v1.jpg"
+    assert blob_key("obj_1", 1, "application/x-unknown") == "obj_1/v1.bin"
 
 
 def test_settings_choose_the_store(tmp_path: Path) -> None:

@@ -3,10 +3,15 @@
 
 The S3 client signs requests itself (AWS Signature Version 4 over httpx) so the project
 needs no extra SDK; it uses path-style URLs, which every S3-compatible server accepts.
+
+Every method is a coroutine that never blocks the event loop: the api and the worker serve
+many requests and activities on one loop, and a slow bucket or disk must stall only the call
+that waits on it. S3 goes through httpx's async client, the directory through a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 from abc import ABC, abstractmethod
@@ -18,31 +23,41 @@ import httpx
 
 from lomo.errors import ConfigError, NotFound
 from lomo.settings import Settings
+from workspace import media
 
+# Every type the upload list accepts, and those the generation kinds produce.
 _EXT = {
     "image/png": "png",
-    "video/mp4": "mp4",
+    "image/jpeg": "jpg",
+    "image/webp": "webp",
     "image/gif": "gif",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
     "audio/wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/ogg": "ogg",
     "model/obj": "obj",
+    "model/gltf-binary": "glb",
     "model/gltf+json": "gltf",
+    "application/pdf": "pdf",
+    "text/plain": "txt",
 }
 
 
 def blob_key(object_id: str, version: int, media_type: str) -> str:
-    return f"{object_id}/v{version}.{_EXT.get(media_type, 'bin')}"
+    return f"{object_id}/v{version}.{_EXT.get(media.base_type(media_type), 'bin')}"
 
 
 class BlobStore(ABC):
     @abstractmethod
-    def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
+    async def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
         """Store the bytes of one version; returns the key to `get` them with."""
 
     @abstractmethod
-    def get(self, key: str) -> bytes: ...
+    async def get(self, key: str) -> bytes: ...
 
     @abstractmethod
-    def delete(self, key: str) -> None:
+    async def delete(self, key: str) -> None:
         """Remove the bytes; removing what is not there is no error (deletion is retried)."""
 
 
@@ -52,23 +67,26 @@ class AssetStore(BlobStore):
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
+    async def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
         rel = blob_key(object_id, version, media_type)
-        path = self.root / rel
+        await asyncio.to_thread(self._write, self.root / rel, data)
+        return rel
+
+    @staticmethod
+    def _write(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(data)
         tmp.replace(path)  # atomic: a reader never sees half a file
-        return rel
 
-    def get(self, key: str) -> bytes:
+    async def get(self, key: str) -> bytes:
         try:
-            return (self.root / key).read_bytes()
+            return await asyncio.to_thread((self.root / key).read_bytes)
         except FileNotFoundError as e:
             raise NotFound(f"no bytes stored under {key}") from e
 
-    def delete(self, key: str) -> None:
-        (self.root / key).unlink(missing_ok=True)
+    async def delete(self, key: str) -> None:
+        await asyncio.to_thread((self.root / key).unlink, missing_ok=True)
 
 
 # --- S3 ------------------------------------------------------------------------------
@@ -115,7 +133,7 @@ def sigv4_authorization(
 
 
 class S3AssetStore(BlobStore):
-    """An S3-compatible bucket (production). Synchronous like the directory store."""
+    """An S3-compatible bucket (production), over httpx's async client."""
 
     def __init__(
         self,
@@ -124,15 +142,15 @@ class S3AssetStore(BlobStore):
         access_key: str,
         secret_key: str,
         region: str = "us-east-1",
-        client: httpx.Client | None = None,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         self.endpoint = endpoint_url.rstrip("/")
         self.host = urlsplit(self.endpoint).netloc
         self.bucket = bucket
         self.access_key, self.secret_key, self.region = access_key, secret_key, region
-        self.client = client or httpx.Client(timeout=60)
+        self.client = client or httpx.AsyncClient(timeout=60)
 
-    def _request(
+    async def _request(
         self, method: str, key: str, data: bytes = b"", media_type: str = ""
     ) -> httpx.Response:
         path = f"/{self.bucket}/{key}"
@@ -151,24 +169,24 @@ class S3AssetStore(BlobStore):
             region=self.region,
             amz_date=amz_date,
         )
-        return self.client.request(
+        return await self.client.request(
             method, self.endpoint + quote(path, safe="/-_.~"), content=data, headers=headers
         )
 
-    def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
+    async def put(self, object_id: str, version: int, data: bytes, media_type: str) -> str:
         key = blob_key(object_id, version, media_type)
-        self._request("PUT", key, data, media_type).raise_for_status()
+        (await self._request("PUT", key, data, media_type)).raise_for_status()
         return key
 
-    def get(self, key: str) -> bytes:
-        r = self._request("GET", key)
+    async def get(self, key: str) -> bytes:
+        r = await self._request("GET", key)
         if r.status_code == 404:
             raise NotFound(f"no bytes stored under {key}")
         r.raise_for_status()
         return r.content
 
-    def delete(self, key: str) -> None:
-        r = self._request("DELETE", key)
+    async def delete(self, key: str) -> None:
+        r = await self._request("DELETE", key)
         if r.status_code not in (200, 204, 404):
             r.raise_for_status()
 

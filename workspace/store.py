@@ -187,7 +187,7 @@ async def create_asset(
     )
     ver = await session.get(ObjectVersion, (obj.id, 1))
     assert ver is not None
-    ver.blob_path = store.put(obj.id, 1, data, media_type)
+    ver.blob_path = await store.put(obj.id, 1, data, media_type)
     ver.media_type = media_type
     await session.flush()
     return obj
@@ -223,7 +223,7 @@ async def purge_blobs(session: AsyncSession, store: BlobStore, object_id: str) -
         )
     ):
         assert ver.blob_path is not None
-        store.delete(ver.blob_path)
+        await store.delete(ver.blob_path)
         ver.blob_path = None
         n += 1
     return n

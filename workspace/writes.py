@@ -109,7 +109,8 @@ async def _commit(
     )
     if blob is not None:
         store, data, media_type = blob
-        ver.blob_path, ver.media_type = store.put(object_id, claimed, data, media_type), media_type
+        ver.blob_path = await store.put(object_id, claimed, data, media_type)
+        ver.media_type = media_type
     session.add(ver)
     await session.flush()
     if task_id:

@@ -176,4 +176,4 @@ async def blob(
     _, v = await store.get_version(s, user_id, object_id, version)
     if not v.blob_path:
         raise NotFound(f"object {object_id} has no bytes")
-    return assets.get(v.blob_path), v.media_type
+    return await assets.get(v.blob_path), v.media_type
