@@ -140,8 +140,7 @@ async def test_a_slow_bucket_does_not_block_the_event_loop(op: str) -> None:
     gate, arrived, seen = threading.Event(), threading.Event(), []
 
     async def open_gate_when_the_request_is_in() -> None:
-        while not arrived.is_set():
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(arrived.wait, 10)
         gate.set()
 
     with ThreadServer(gated_s3(gate, arrived, seen)) as srv:
@@ -170,8 +169,7 @@ async def test_the_directory_store_writes_off_the_loop(tmp_path: Path) -> None:
     store._write = held_write  # type: ignore[method-assign]
 
     async def opener() -> None:
-        while not entered.is_set():
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(entered.wait, 10)
         gate.set()
 
     await asyncio.gather(store.put("obj_1", 1, b"x", "image/png"), opener())
