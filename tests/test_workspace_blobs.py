@@ -137,7 +137,8 @@ async def test_a_slow_bucket_does_not_block_the_event_loop(op: str) -> None:
     """While the bucket holds the request, another coroutine on the same loop must run and
     open the gate. A store that called a blocking client on the loop would hold the loop
     until the server gave up waiting, and the server would record a gate never opened."""
-    gate, arrived, seen = threading.Event(), threading.Event(), []
+    gate, arrived = threading.Event(), threading.Event()
+    seen: list[bool] = []
 
     async def open_gate_when_the_request_is_in() -> None:
         await asyncio.to_thread(arrived.wait, 10)
