@@ -95,6 +95,8 @@ def test_expected_services_and_wiring() -> None:
     for name in ("api", "worker"):
         assert f"lomo-bell:{bell}" in services[name]["volumes"], name
     assert "lomo-bell" in _load_compose()["volumes"]
+    # Assets the workers store are served by the api: one volume for both (or one bucket).
+    assert asset_stores(_load_compose()) == {"api": "lomo-assets", "worker": "lomo-assets"}
     for name in LOMO_SERVICES:
         env = services[name]["environment"]
         assert env["LOMO_MODE"] == "production"
@@ -104,6 +106,42 @@ def test_expected_services_and_wiring() -> None:
         # The services reach each other by name; the health check asks 127.0.0.1.
         hosts = env["LOMO_ALLOWED_HOSTS"].split("$")[0].split(",")
         assert {"api", "sim", "127.0.0.1"} <= set(hosts), hosts
+
+
+def asset_stores(compose: dict[str, Any]) -> dict[str, str]:
+    """Where each of the api and the worker keeps asset bytes: a named volume at the asset
+    directory, or `s3` when the environment names a bucket; `local` for the container's own
+    disk, which the other service cannot see."""
+    assets = str(Settings(data_dir=Path("/data")).resolved_asset_dir)
+    named = set(compose.get("volumes") or {})
+    found = {}
+    for name in ("api", "worker"):
+        service = compose["services"][name]
+        if service["environment"].get("LOMO_S3_ENDPOINT_URL"):
+            found[name] = "s3"
+            continue
+        mounts = [str(v).split(":") for v in service.get("volumes", [])]
+        shared = [m[0] for m in mounts if len(m) > 1 and m[1] == assets and m[0] in named]
+        found[name] = shared[0] if shared else "local"
+    return found
+
+
+@pytest.mark.parametrize("service", ["api", "worker"])
+def test_assets_unshared_are_caught(service: str) -> None:
+    """Not vacuous: a service keeping assets on its own disk is seen as such."""
+    doc = copy.deepcopy(_load_compose())
+    volumes = doc["services"][service]["volumes"]
+    doc["services"][service]["volumes"] = [v for v in volumes if "assets" not in v]
+    assert asset_stores(doc)[service] == "local"
+
+
+def test_the_image_prepares_the_shared_directories() -> None:
+    """A named volume takes its owner from the image's directory: the unprivileged user
+    must own the asset and bell directories, or the first write fails."""
+    run = " ".join(rest for kw, rest in _instructions() if kw == "RUN")
+    for path in (Settings(data_dir=Path("/data")).resolved_asset_dir, Path("/data/bell")):
+        assert str(path) in run.split(), path
+    assert "chown -R lomo:lomo /data" in run
 
 
 def test_prometheus_scrapes_the_api_and_every_worker() -> None:
