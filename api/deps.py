@@ -7,16 +7,18 @@ import hmac
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio.client import Client
 
 from api.dispatch import TemporalGetter
 from api.ratelimit import StreamSlots
 from api.services.card_effects import HandoffState
+from api.services.pages import DEFAULT_LIMIT, MAX_LIMIT, page_of
 from lomo.auth import principal_for_token
 from lomo.db.engine import Database
 from lomo.db.models import User
+from lomo.db.pages import Page
 from lomo.errors import Unauthorized
 from lomo.settings import Settings
 from workspace.store import BlobStore
@@ -100,6 +102,16 @@ async def require_admin(
         raise Unauthorized("admin token required")
 
 
+async def get_page(
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="rows per page")] = DEFAULT_LIMIT,
+    cursor: Annotated[
+        str | None, Query(max_length=120, description="the `next` of the previous page")
+    ] = None,
+) -> Page:
+    """Any list's page: `limit` rows after the `cursor` a previous page gave (422 if bad)."""
+    return page_of(cursor, limit)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 # The database itself, for services that commit more than once per request (store a
 # message, then hand it to Temporal) or hold no session between reads (the event stream).
@@ -120,3 +132,4 @@ AssetsDep = Annotated[BlobStore, Depends(get_assets)]
 StreamsDep = Annotated[StreamSlots, Depends(get_streams)]
 HandoffDep = Annotated[HandoffState, Depends(get_handoff_state)]
 AdminDep = Annotated[None, Depends(require_admin)]
+PageDep = Annotated[Page, Depends(get_page)]

@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 
 from lomo.errors import (
     Conflict,
+    InvalidCursor,
     InvalidInput,
     LomoError,
     NotFound,
@@ -22,6 +23,7 @@ from lomo.errors import (
 STATUS = {
     TooLarge: 413,
     UnsupportedMediaType: 415,
+    InvalidCursor: 422,
     NotFound: 404,
     Conflict: 409,
     InvalidInput: 400,

@@ -6,7 +6,8 @@
     ├── Conflict                   a write based on an old state (version, second answer)
     ├── InvalidInput               input the domain refuses (API answers 400/422)
     │   ├── TooLarge               a body or upload over its size limit (413)
-    │   └── UnsupportedMediaType   an upload of a media type not on the list (415)
+    │   ├── UnsupportedMediaType   an upload of a media type not on the list (415)
+    │   └── InvalidCursor          a list's page cursor that names no place in it (422)
     ├── Unauthorized               missing or bad credentials
     ├── RateLimited                over a rate or connection limit (429, Retry-After)
     └── ModelError                 the model provider failed or answered nonsense
@@ -51,6 +52,10 @@ class TooLarge(InvalidInput):
 
 class UnsupportedMediaType(InvalidInput):
     code = "unsupported_media_type"
+
+
+class InvalidCursor(InvalidInput):
+    code = "invalid_cursor"
 
 
 class Unauthorized(LomoError):

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo.db.pages import Page, by_creation, by_number, cut
 from lomo.errors import NotFound
 from memory.chains import latest_profile
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
@@ -59,7 +60,11 @@ def _version(m: Memory, v: MemoryVersion, sources: list[dict[str, Any]]) -> dict
     return out
 
 
-async def list_memories(s: AsyncSession, user_id: str, scope: str | None) -> list[dict[str, Any]]:
+async def list_memories(
+    s: AsyncSession, user_id: str, scope: str | None, page: Page
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the active memories, oldest first, and the key of the last one shown
+    when more follow (None on the last page)."""
     q = (
         select(Memory, MemoryVersion)
         .join(MemoryVersion, MemoryVersion.memory_id == Memory.id)
@@ -68,32 +73,36 @@ async def list_memories(s: AsyncSession, user_id: str, scope: str | None) -> lis
             Memory.status == "active",
             MemoryVersion.status == "active",
         )
-        .order_by(Memory.created_at)
     )
     if scope:
         q = q.where(Memory.scope == scope)
-    rows = (await s.execute(q)).all()
+    mine = [Memory.user_id == user_id]
+    q = await by_creation(s, q, Memory.created_at, Memory.id, page, descending=False, scope=mine)
+    rows, more = cut((await s.execute(q)).all(), page)
     sources = await _sources(s, [v.id for _, v in rows])
-    return [_version(m, v, sources[v.id]) for m, v in rows]
+    shown = [_version(m, v, sources[v.id]) for m, v in rows]
+    return shown, (rows[-1][0].id if more and rows else None)
 
 
-async def history(s: AsyncSession, user_id: str, memory_id: str) -> dict[str, Any]:
+async def history(s: AsyncSession, user_id: str, memory_id: str, page: Page) -> dict[str, Any]:
+    """One page of the version chain, oldest first; `next_version`: the last version shown
+    when more follow (None on the last page)."""
     memory = await s.get(Memory, memory_id)
     if memory is None or memory.user_id != user_id:
         raise NotFound(f"no memory {memory_id}")
-    versions = list(
-        await s.scalars(
-            select(MemoryVersion)
-            .where(MemoryVersion.memory_id == memory_id)
-            .order_by(MemoryVersion.version)
-        )
+    q = by_number(
+        select(MemoryVersion).where(MemoryVersion.memory_id == memory_id),
+        MemoryVersion.version,
+        page,
     )
+    versions, more = cut(list(await s.scalars(q)), page)
     sources = await _sources(s, [v.id for v in versions])
     return {
         "memory_id": memory.id,
         "status": memory.status,
         "current_version": memory.current_version,
         "versions": [_version(memory, v, sources[v.id]) for v in versions],
+        "next_version": versions[-1].version if more and versions else None,
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CurrentUser, HandoffDep, SessionDep
+from api.deps import CurrentUser, HandoffDep, PageDep, SessionDep
 from api.schemas.cards import CardActionIn, CardList, CardView
 from api.services import cards
 
@@ -13,9 +13,14 @@ router = APIRouter(prefix="/v1/cards", tags=["cards"])
 
 @router.get("", response_model_exclude_unset=True)
 async def list_cards(
-    user: CurrentUser, session: SessionDep, status: str | None = None, task_id: str | None = None
+    user: CurrentUser,
+    session: SessionDep,
+    page: PageDep,
+    status: str | None = None,
+    task_id: str | None = None,
 ) -> CardList:
-    return await cards.list_cards(session, user.id, status, task_id)
+    """Oldest first, a page at a time."""
+    return await cards.list_cards(session, user.id, status, task_id, page)
 
 
 @router.get("/{card_id}", response_model_exclude_unset=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CurrentUser, DbDep, SessionDep, SettingsDep, TemporalDep
+from api.deps import CurrentUser, DbDep, PageDep, SessionDep, SettingsDep, TemporalDep
 from api.schemas.flows import RunIn, RunList, RunView
 from api.services import flows
 
@@ -29,9 +29,11 @@ async def start(
 
 
 @router.get("/v1/objects/{object_id}/runs")
-async def list_runs(object_id: str, user: CurrentUser, session: SessionDep) -> RunList:
-    """The flow's runs, newest first (at most 50)."""
-    return await flows.list_runs(session, user.id, object_id)
+async def list_runs(
+    object_id: str, user: CurrentUser, session: SessionDep, page: PageDep
+) -> RunList:
+    """The flow's runs, newest first, a page at a time."""
+    return await flows.list_runs(session, user.id, object_id, page)
 
 
 @router.get("/v1/flow-runs/{run_id}")

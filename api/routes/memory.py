@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CurrentUser, DbDep, SessionDep, SettingsDep, TemporalDep
+from api.deps import CurrentUser, DbDep, PageDep, SessionDep, SettingsDep, TemporalDep
 from api.schemas.common import CardRef
 from api.schemas.memory import CorrectIn, ForgetIn, MemoryHistory, MemoryList, Profile
 from api.services import memory
@@ -18,12 +18,12 @@ router = APIRouter(prefix="/v1/memory", tags=["memory"])
 
 @router.get("", response_model_exclude_unset=True)
 async def list_memories(
-    user: CurrentUser, session: SessionDep, scope: str | None = None
+    user: CurrentUser, session: SessionDep, page: PageDep, scope: str | None = None
 ) -> MemoryList:
+    """The active memories, oldest first, a page at a time."""
     if scope is not None and scope not in views.SCOPES:
         raise InvalidInput(f"scope must be one of {', '.join(views.SCOPES)}")
-    found = await views.list_memories(session, user.id, scope)
-    return MemoryList.model_validate({"memories": found})
+    return await memory.memories(session, user.id, scope, page)
 
 
 @router.get("/profile", response_model_exclude_unset=True)
@@ -32,8 +32,11 @@ async def get_profile(user: CurrentUser, session: SessionDep) -> Profile:
 
 
 @router.get("/{memory_id}/history", response_model_exclude_unset=True)
-async def get_history(memory_id: str, user: CurrentUser, session: SessionDep) -> MemoryHistory:
-    return MemoryHistory.model_validate(await views.history(session, user.id, memory_id))
+async def get_history(
+    memory_id: str, user: CurrentUser, session: SessionDep, page: PageDep
+) -> MemoryHistory:
+    """The version chain, oldest first, a page at a time."""
+    return await memory.history(session, user.id, memory_id, page)
 
 
 @router.post("/forget", status_code=202)

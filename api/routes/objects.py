@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from api.deps import AssetsDep, CurrentUser, SessionDep, SettingsDep
+from api.deps import AssetsDep, CurrentUser, PageDep, SessionDep, SettingsDep
 from api.schemas.common import MAX_DB_INT, CardRef
 from api.schemas.objects import (
     EditIn,
@@ -37,9 +37,10 @@ BYTES: dict[int | str, dict[str, Any]] = {
 
 @router.get("")
 async def list_objects(
-    user: CurrentUser, session: SessionDep, type: str | None = None
+    user: CurrentUser, session: SessionDep, page: PageDep, type: str | None = None
 ) -> ObjectList:
-    return await objects.list_objects(session, user.id, type)
+    """The objects not deleted, oldest first, a page at a time."""
+    return await objects.list_objects(session, user.id, type, page)
 
 
 @router.post("", status_code=201)
@@ -61,9 +62,12 @@ async def get(
 
 
 @router.get("/{object_id}/versions")
-async def versions(object_id: str, user: CurrentUser, session: SessionDep) -> VersionList:
-    """Every version kept: who made it, when, and what changed against the previous one."""
-    return await objects.versions(session, user.id, object_id)
+async def versions(
+    object_id: str, user: CurrentUser, session: SessionDep, page: PageDep
+) -> VersionList:
+    """The versions kept, oldest first, a page at a time: who made each, when, and what
+    changed against the previous one."""
+    return await objects.versions(session, user.id, object_id, page)
 
 
 @router.put("/{object_id}", response_model_exclude_unset=True)

@@ -8,6 +8,7 @@ from api.deps import (
     ChannelDep,
     CurrentUser,
     DbDep,
+    PageDep,
     SessionDep,
     SettingsDep,
     TemporalDep,
@@ -24,10 +25,12 @@ router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 async def list_tasks(
     user: CurrentUser,
     session: SessionDep,
+    page: PageDep,
     status: str | None = None,
     include_lightweight: bool = False,
 ) -> TaskList:
-    return await tasks.list_tasks(session, user.id, status, include_lightweight)
+    """Newest first, a page at a time."""
+    return await tasks.list_tasks(session, user.id, status, include_lightweight, page)
 
 
 @router.get("/{task_id}", response_model_exclude_unset=True)

@@ -30,3 +30,6 @@ class CardView(BaseModel):
 
 class CardList(BaseModel):
     cards: list[CardView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )

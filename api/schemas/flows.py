@@ -46,6 +46,9 @@ class RunView(BaseModel):
 
 class RunList(BaseModel):
     runs: list[RunView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class RunIn(BaseModel):

@@ -43,6 +43,9 @@ class MemoryVersionView(BaseModel):
 
 class MemoryList(BaseModel):
     memories: list[MemoryVersionView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class MemoryHistory(BaseModel):
@@ -50,6 +53,9 @@ class MemoryHistory(BaseModel):
     status: str
     current_version: int
     versions: list[MemoryVersionView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class Profile(BaseModel):

@@ -36,6 +36,9 @@ class ObjectSummary(BaseModel):
 
 class ObjectList(BaseModel):
     objects: list[ObjectSummary]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class ObjectView(BaseModel):
@@ -60,6 +63,9 @@ class VersionEntry(BaseModel):
 class VersionList(BaseModel):
     object_id: str
     versions: list[VersionEntry]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class Written(BaseModel):

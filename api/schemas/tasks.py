@@ -44,6 +44,9 @@ class TaskView(BaseModel):
 
 class TaskList(BaseModel):
     tasks: list[TaskView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class ContextLayer(BaseModel):

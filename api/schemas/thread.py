@@ -19,3 +19,6 @@ class ThreadItem(BaseModel):
 
 class Thread(BaseModel):
     items: list[ThreadItem]
+    next: int | None = Field(
+        default=None, description="the `after` of the next page; null on the last page"
+    )

@@ -10,20 +10,27 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.schemas.cards import CardActionIn, CardList, CardView
 from api.services.card_effects import EFFECTS, HandoffState
 from api.services.card_handoff import hand_on_bounded
+from api.services.pages import finish
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
+from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict
 
 
 async def list_cards(
-    s: AsyncSession, user_id: str, status: str | None, task_id: str | None
+    s: AsyncSession, user_id: str, status: str | None, task_id: str | None, page: Page
 ) -> CardList:
-    q = select(Card).where(Card.user_id == user_id).order_by(Card.created_at)
+    """Oldest first."""
+    q = select(Card).where(Card.user_id == user_id)
     if status:
         q = q.where(Card.status == status)
     if task_id:
         q = q.where(Card.task_id == task_id)
-    return CardList.model_validate({"cards": [card_view(c) for c in await s.scalars(q)]})
+    q = await by_creation(
+        s, q, Card.created_at, Card.id, page, descending=False, scope=[Card.user_id == user_id]
+    )
+    rows, after = finish(list(await s.scalars(q)), page, lambda c: c.id)
+    return CardList.model_validate({"cards": [card_view(c) for c in rows], "next": after})
 
 
 async def read_card(s: AsyncSession, user_id: str, card_id: str) -> CardView:

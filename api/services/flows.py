@@ -9,13 +9,13 @@ from temporalio.client import Client
 
 from api.dispatch.flows import start_flow_run
 from api.schemas.flows import RunList, RunView
+from api.services.pages import finish
 from flows import runs
 from flows.models import FlowRun
 from lomo.db.engine import Database
+from lomo.db.pages import Page, by_creation
 from lomo.settings import Settings
 from workspace.store import get_object
-
-LISTED = 50  # runs of one flow listed, newest first
 
 
 async def start(
@@ -55,17 +55,22 @@ async def _start(db: Database, temporal: Client, settings: Settings, run_id: str
         raise
 
 
-async def list_runs(s: AsyncSession, user_id: str, object_id: str) -> RunList:
+async def list_runs(s: AsyncSession, user_id: str, object_id: str, page: Page) -> RunList:
+    """Newest first."""
     await get_object(s, user_id, object_id)  # another person's flow: 404, as unknown
-    rows = await s.scalars(
-        select(FlowRun)
-        .where(FlowRun.user_id == user_id, FlowRun.flow_id == object_id)
-        .order_by(FlowRun.created_at.desc())
-        .limit(LISTED)
+    this_flow = [FlowRun.user_id == user_id, FlowRun.flow_id == object_id]
+    q = await by_creation(
+        s,
+        select(FlowRun).where(*this_flow),
+        FlowRun.created_at,
+        FlowRun.id,
+        page,
+        descending=True,
+        scope=this_flow,
     )
-    return RunList.model_validate(
-        {"runs": [runs.run_view(r, await runs.node_rows(s, r.id)) for r in rows]}
-    )
+    rows, after = finish(list(await s.scalars(q)), page, lambda r: r.id)
+    views = [runs.run_view(r, await runs.node_rows(s, r.id)) for r in rows]
+    return RunList.model_validate({"runs": views, "next": after})
 
 
 async def read_run(s: AsyncSession, user_id: str, run_id: str) -> RunView:

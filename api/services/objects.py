@@ -21,7 +21,9 @@ from api.schemas.objects import (
     WriteIn,
     Written,
 )
+from api.services.pages import finish
 from lomo.db.models import ObjectVersion, WorkObject
+from lomo.db.pages import Page, by_creation, by_number
 from lomo.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from lomo.events import append_event
 from workspace import media, store, writes
@@ -60,12 +62,17 @@ def _asset_bytes(content: dict[str, Any], limit: int) -> tuple[dict[str, Any], b
     return rest, data, media_type
 
 
-async def list_objects(s: AsyncSession, user_id: str, type: str | None) -> ObjectList:
+async def list_objects(s: AsyncSession, user_id: str, type: str | None, page: Page) -> ObjectList:
+    """Oldest first. A cursor stays good when its object is deleted meanwhile."""
     q = select(WorkObject).where(WorkObject.user_id == user_id, WorkObject.deleted.is_(False))
     if type:
         q = q.where(WorkObject.type == type)
-    rows = await s.scalars(q.order_by(WorkObject.created_at))
-    return ObjectList.model_validate({"objects": [_summary(o) for o in rows]})
+    mine = [WorkObject.user_id == user_id]
+    q = await by_creation(
+        s, q, WorkObject.created_at, WorkObject.id, page, descending=False, scope=mine
+    )
+    rows, after = finish(list(await s.scalars(q)), page, lambda o: o.id)
+    return ObjectList.model_validate({"objects": [_summary(o) for o in rows], "next": after})
 
 
 async def create(
@@ -101,15 +108,17 @@ async def read(s: AsyncSession, user_id: str, object_id: str, version: int | Non
     )
 
 
-async def versions(s: AsyncSession, user_id: str, object_id: str) -> VersionList:
-    """Every version kept: who made it, when, and what changed against the previous one."""
+async def versions(s: AsyncSession, user_id: str, object_id: str, page: Page) -> VersionList:
+    """The versions kept, oldest first: who made each, when, and what changed against the
+    previous one."""
     o = await store.get_live(s, user_id, object_id)
-    rows = await s.scalars(
-        select(ObjectVersion).where(ObjectVersion.object_id == o.id).order_by(ObjectVersion.version)
-    )
+    mine = select(ObjectVersion).where(ObjectVersion.object_id == o.id)
+    q = by_number(mine, ObjectVersion.version, page)
+    rows, after = finish(list(await s.scalars(q)), page, lambda v: str(v.version))
     return VersionList.model_validate(
         {
             "object_id": o.id,
+            "next": after,
             "versions": [
                 {
                     "version": v.version,

@@ -13,9 +13,11 @@ from temporalio.client import Client
 
 from api.dispatch.tasks import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.schemas.tasks import ContextView, ResumeIn, TaskList, TaskView
+from api.services.pages import finish
 from lomo.cards import card_view
 from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
+from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
 from tools.checklist import item_view
@@ -56,14 +58,18 @@ async def read_task(db: Database, user_id: str, task_id: str) -> TaskView:
 
 
 async def list_tasks(
-    s: AsyncSession, user_id: str, status: str | None, include_lightweight: bool
+    s: AsyncSession, user_id: str, status: str | None, include_lightweight: bool, page: Page
 ) -> TaskList:
-    q = select(Task).where(Task.user_id == user_id).order_by(Task.created_at.desc())
+    """Newest first."""
+    q = select(Task).where(Task.user_id == user_id)
     if status:
         q = q.where(Task.status == status)
     if not include_lightweight:
         q = q.where(Task.kind == "persistent")
-    rows = list(await s.scalars(q))
+    q = await by_creation(
+        s, q, Task.created_at, Task.id, page, descending=True, scope=[Task.user_id == user_id]
+    )
+    rows, after = finish(list(await s.scalars(q)), page, lambda t: t.id)
     links = await s.execute(
         select(TaskObject.task_id, TaskObject.object_id).where(
             TaskObject.task_id.in_([t.id for t in rows]), TaskObject.role == "artifact"
@@ -72,7 +78,8 @@ async def list_tasks(
     arts: dict[str, list[str]] = {}
     for task_id, object_id in links:
         arts.setdefault(task_id, []).append(object_id)
-    return TaskList.model_validate({"tasks": [_task_view(t, arts.get(t.id)) for t in rows]})
+    views = [_task_view(t, arts.get(t.id)) for t in rows]
+    return TaskList.model_validate({"tasks": views, "next": after})
 
 
 def _task_view(t: Task, artifacts: list[str] | None = None) -> dict[str, Any]:

@@ -35,4 +35,6 @@ async def thread(s: AsyncSession, user_id: str, after: int, limit: int) -> Threa
         if e.type == "message.received":
             item["text"] = texts.get(e.data["message_id"], "")
         items.append(item)
-    return Thread.model_validate({"items": items})
+    # A full page may have more after it; the next page starts after its last event.
+    after_next = rows[-1].seq if len(rows) == limit else None
+    return Thread.model_validate({"items": items, "next": after_next})
