@@ -32,6 +32,22 @@ export async function api(path, { method = "GET", body, headers = {} } = {}) {
   return data;
 }
 
+// Every row of a paged list (answer `{[key]: [...], next}`), following `next` up to
+// `maxPages` pages of 200: the page shows the person's whole list, one bounded request
+// at a time.
+export async function apiAll(path, key, maxPages = 10) {
+  const rows = [];
+  const sep = path.includes("?") ? "&" : "?";
+  let cursor = null;
+  for (let i = 0; i < maxPages; i++) {
+    const page = await api(`${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    rows.push(...page[key]);
+    if (!page.next) break;
+    cursor = page.next;
+  }
+  return rows;
+}
+
 // Is this token someone's? Answers without a 401 so a wrong paste is a message, not an error.
 export async function checkToken(token) {
   const r = await fetch("/v1/session/check", {

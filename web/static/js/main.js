@@ -1,6 +1,6 @@
 // The creative app: one entry box (no sessions, no task to choose first), the tasks with
 // live status, the questions waiting for the person, the workspace, budget and memory.
-import { api, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
+import { api, apiAll, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
 import { renderCard } from "./cards.js";
 import { debounce, h, replace } from "./dom.js";
 import { LANG, t } from "./i18n.js";
@@ -96,7 +96,7 @@ async function start() {
 
   const refreshTasks = debounce(async () => {
     try {
-      const { tasks } = await api("/v1/tasks?include_lightweight=true");
+      const tasks = await apiAll("/v1/tasks?include_lightweight=true", "tasks");
       renderTaskList(el.tasks, tasks.filter((x) => x.status !== "archived"), state.selected, select, state.progress);
     } catch (e) { report(e); }
   }, 150);
@@ -106,17 +106,28 @@ async function start() {
   }, 150);
   const refreshCards = debounce(async () => {
     try {
-      const { cards } = await api("/v1/cards?status=open");
+      const cards = await apiAll("/v1/cards?status=open", "cards");
       const free = cards.filter((c) => !c.task_id || c.task_id !== state.selected);
       // The selected task's own questions stand in its card below; here the rest.
       const empty = cards.length ? t("none_elsewhere") : t("none_open");
       replace(el.cards, free.length ? free.map((c) => renderCard(c, refreshAll, report)) : h("p", { class: "muted" }, empty));
     } catch (e) { report(e); }
   }, 150);
+  const thread = { after: 0, lines: [] };
   const refreshThread = debounce(async () => {
     try {
-      const { items } = await api("/v1/thread");
-      const lines = items.filter((i) => i.type === "message.received" || i.type === "task.reply").slice(-30);
+      // Only what is new since the last look, page by page; the last 30 lines are kept.
+      let after = thread.after;
+      while (after !== null) {
+        const page = await api(`/v1/thread?after=${after}&limit=1000`);
+        // A refresh still in flight may have taken these already: each seq once.
+        const fresh = page.items.filter((i) => i.seq > thread.after);
+        thread.lines.push(...fresh.filter((i) => i.type === "message.received" || i.type === "task.reply"));
+        if (fresh.length) thread.after = fresh[fresh.length - 1].seq;
+        after = page.next;
+      }
+      thread.lines = thread.lines.slice(-30);
+      const lines = thread.lines;
       replace(el.thread, h("ul", {}, lines.map((i) =>
         h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || ""))));
     } catch (e) { report(e); }

@@ -1,6 +1,6 @@
 // Budget and memory: what is spent and reserved, and what the agent remembers, with where
 // each memory came from and a way to forget it (through a confirmation card).
-import { api } from "./api.js";
+import { api, apiAll } from "./api.js";
 import { renderCard } from "./cards.js";
 import { h, replace } from "./dom.js";
 import { money, t } from "./i18n.js";
@@ -16,8 +16,8 @@ export async function renderBudget(el) {
 }
 
 export async function renderMemory(el, { refresh, report }) {
-  const [profile, all] = await Promise.all([api("/v1/memory/profile"), api("/v1/memory")]);
-  const byId = new Map(all.memories.map((m) => [m.memory_id, m]));
+  const [profile, memories] = await Promise.all([api("/v1/memory/profile"), apiAll("/v1/memory", "memories")]);
+  const byId = new Map(memories.map((m) => [m.memory_id, m]));
   const forget = async (memoryId, li) => {
     try {
       const { card_id } = await api("/v1/memory/forget", { method: "POST", body: { memory_id: memoryId } });
@@ -34,7 +34,7 @@ export async function renderMemory(el, { refresh, report }) {
     return li;
   };
   const profileItems = profile.items.map((p) => ({ ...byId.get(p.memory_id), ...p }));
-  const others = all.memories.filter((m) => m.status === "active" && !profile.items.some((p) => p.memory_id === m.memory_id));
+  const others = memories.filter((m) => m.status === "active" && !profile.items.some((p) => p.memory_id === m.memory_id));
   replace(el,
     h("h3", {}, t("profile")),
     profileItems.length ? h("ul", { class: "memories profile" }, profileItems.map(item)) : h("p", { class: "muted" }, t("no_memories")),

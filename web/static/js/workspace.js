@@ -1,7 +1,7 @@
 // Documents, flows and files of the shared workspace. A save names the version it is
 // based on; a save on an old base shows the conflict with what changed and keeps the
 // person's text, so nothing is ever overwritten silently.
-import { ApiError, api } from "./api.js";
+import { ApiError, api, apiAll } from "./api.js";
 import { h, replace } from "./dom.js";
 import { money, t } from "./i18n.js";
 import { renderArtifact } from "./tasks.js";
@@ -34,7 +34,7 @@ export class Workspace {
   }
 
   async refresh() {
-    const { objects } = await api("/v1/objects");
+    const objects = await apiAll("/v1/objects", "objects");
     if (!objects.length) return replace(this.list, h("p", { class: "muted" }, t("no_objects")));
     replace(this.list, h("ul", {}, objects.map((o) =>
       h("li", { dataset: { objectId: o.object_id } },
