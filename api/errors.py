@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 
 from lomo.errors import (
     Conflict,
+    FlowTooLarge,
     InvalidCursor,
     InvalidInput,
     LomoError,
@@ -24,6 +25,7 @@ STATUS = {
     TooLarge: 413,
     UnsupportedMediaType: 415,
     InvalidCursor: 422,
+    FlowTooLarge: 422,
     NotFound: 404,
     Conflict: 409,
     InvalidInput: 400,

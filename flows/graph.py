@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.errors import FlowError
+from flows.errors import FlowError, FlowTooLargeToRun
+from lomo.limits import MAX_FLOW_NODES
 
 Node = Mapping[str, Any]
 Nodes = Mapping[str, Node]
@@ -33,6 +34,12 @@ def validate_graph(nodes: Nodes) -> list[str]:
     """The nodes in a topological order; FlowError names what is wrong otherwise."""
     if not nodes:
         raise FlowError("a flow needs at least one node")
+    if len(nodes) > MAX_FLOW_NODES:
+        raise FlowTooLargeToRun(
+            f"a flow has at most {MAX_FLOW_NODES} nodes, this one {len(nodes)}; "
+            "split it into several flows",
+            limit_nodes=MAX_FLOW_NODES,
+        )
     for nid, node in nodes.items():
         if not NODE_ID.match(nid):
             raise FlowError(f"node id {nid!r}: 1-40 letters, digits, '_', '-', '.'")

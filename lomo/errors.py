@@ -7,6 +7,7 @@
     ├── InvalidInput               input the domain refuses (API answers 400/422)
     │   ├── TooLarge               a body or upload over its size limit (413)
     │   ├── UnsupportedMediaType   an upload of a media type not on the list (415)
+    │   ├── FlowTooLarge           a flow of more nodes than MAX_FLOW_NODES (422)
     │   └── InvalidCursor          a list's page cursor that names no place in it (422)
     ├── Unauthorized               missing or bad credentials
     ├── RateLimited                over a rate or connection limit (429, Retry-After)
@@ -52,6 +53,10 @@ class TooLarge(InvalidInput):
 
 class UnsupportedMediaType(InvalidInput):
     code = "unsupported_media_type"
+
+
+class FlowTooLarge(InvalidInput):
+    code = "flow_too_large"
 
 
 class InvalidCursor(InvalidInput):

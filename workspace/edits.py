@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lomo.errors import InvalidInput
+from lomo.errors import FlowTooLarge, InvalidInput
+from lomo.limits import MAX_FLOW_NODES
 from workspace.errors import EditRefused, NodeConflict
 
 Node = dict[str, Any]
@@ -30,10 +31,21 @@ def validate_content(type_: str, content: Mapping[str, Any]) -> dict[str, Any]:
         nodes = content.get("nodes")
         if not isinstance(nodes, dict):
             raise InvalidInput('a flow needs {"nodes": {node_id: {"type", "params", "inputs"}}}')
+        check_size(nodes)
         clean = {str(k): validate_node(str(k), v) for k, v in nodes.items()}
         check_inputs(clean)
         return {**content, "nodes": clean}
     return dict(content)
+
+
+def check_size(nodes: Mapping[str, Any]) -> None:
+    """A flow's run must fit in one workflow history (lomo/limits.py)."""
+    if len(nodes) > MAX_FLOW_NODES:
+        raise FlowTooLarge(
+            f"a flow has at most {MAX_FLOW_NODES} nodes, this one {len(nodes)}; "
+            "split it into several flows",
+            limit_nodes=MAX_FLOW_NODES,
+        )
 
 
 def validate_node(node_id: str, node: Any) -> Node:
@@ -174,4 +186,5 @@ def merge_flow(
                 f"node(s) {', '.join(gone)} were removed since the base version", nodes=gone
             )
         check_inputs(merged)
+    check_size(merged)
     return FlowMerge(merged, sorted(moved - set(changes)))
