@@ -17,6 +17,7 @@ from money.orders import (
     fail_order,
     on_upstream_origin,
     record_job_state,
+    refund_unusable,
     submit_unclear,
 )
 from tools.base import ToolDeps
@@ -132,12 +133,12 @@ class GenerationActivities:
         return b"".join(chunks)
 
     async def _refuse(self, order_id: str, reason: str) -> NoReturn:
-        """Collection refused for good: the reason is kept on the order (which stays
-        settled: the upstream did the work) and the activity is not retried."""
+        """Collection refused for good: the reason is kept on the order, its charge is
+        given back (the person got nothing), and the activity is not retried."""
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
-            order.error, order.updated_at = reason, now()
+            await refund_unusable(s, order, reason, self.deps.settings)
         raise ApplicationError(f"order {order_id}: {reason}", non_retryable=True)
 
     def all(self) -> list[Any]:

@@ -104,6 +104,9 @@ async def _entry(
     elif kind == "refund":
         acc.reserved_cents -= amount
         acc.balance_cents += amount
+    elif kind == "reverse":
+        acc.spent_cents -= amount
+        acc.balance_cents += amount
     else:
         raise ValueError(kind)
     e = LedgerEntry(
@@ -192,6 +195,32 @@ async def close_reservation(
     )
 
 
+async def reverse_settlement(
+    s: AsyncSession, order: GenerationOrder, initial: int
+) -> LedgerEntry | None:
+    """Give back what a settled order was charged, exactly once: the upstream reported
+    success but its result could not be used (over the size cap, or off its origin)."""
+    acc = await lock_account(s, order.workspace_id, initial)
+    settled = await s.scalar(
+        select(LedgerEntry).where(
+            LedgerEntry.user_id == order.workspace_id,
+            LedgerEntry.kind == "settle",
+            LedgerEntry.key == order.idempotency_key,
+        )
+    )
+    if settled is None:
+        return None  # not charged (a free order, or one refunded as failed)
+    return await _entry(
+        s,
+        acc,
+        "reverse",
+        settled.amount_cents,
+        order.idempotency_key,
+        order_id=order.id,
+        task_id=order.task_id,
+    )
+
+
 async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
     """The invariant check every money test runs; an empty list means the books balance."""
     problems: list[str] = []
@@ -208,14 +237,15 @@ async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
     }
     dep, res = sums.get("deposit", 0), sums.get("reserve", 0)
     stl, ref = sums.get("settle", 0), sums.get("refund", 0)
+    rev = sums.get("reverse", 0)
     if acc.balance_cents + acc.reserved_cents + acc.spent_cents != acc.deposits_cents:
         problems.append(f"balance+reserved+spent != deposits: {acc.__dict__}")
     if acc.deposits_cents != dep:
         problems.append(f"deposits {acc.deposits_cents} != entries {dep}")
     if acc.reserved_cents != res - stl - ref:
         problems.append(f"reserved {acc.reserved_cents} != {res} - {stl} - {ref}")
-    if acc.spent_cents != stl:
-        problems.append(f"spent {acc.spent_cents} != settled {stl}")
+    if acc.spent_cents != stl - rev:
+        problems.append(f"spent {acc.spent_cents} != settled {stl} - reversed {rev}")
     if min(acc.balance_cents, acc.reserved_cents, acc.spent_cents) < 0:
         problems.append(f"negative total: {acc.__dict__}")
     entries = list(await s.scalars(select(LedgerEntry).where(LedgerEntry.user_id == user_id)))
@@ -227,6 +257,8 @@ async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
             problems.append(f"{key} both settled and refunded")
         if kinds & {"settle", "refund"} and "reserve" not in kinds:
             problems.append(f"{key} closed without a reservation")
+        if "reverse" in kinds and "settle" not in kinds:
+            problems.append(f"{key} reversed without a settlement")
     orders = await s.scalars(select(GenerationOrder).where(GenerationOrder.workspace_id == user_id))
     for o in orders:
         kinds = by_key.get(o.idempotency_key, set())

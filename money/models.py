@@ -25,8 +25,9 @@ class Account(Base):
 
 
 class LedgerEntry(Base):
-    """deposit | reserve | settle | refund. Unique per (user, kind, key): a key (the call_id)
-    is reserved at most once and closed at most once, whoever retries."""
+    """deposit | reserve | settle | refund | reverse (a settled charge given back). Unique
+    per (user, kind, key): a key (the call_id) is reserved at most once and closed at most
+    once, whoever retries."""
 
     __tablename__ = "ledger_entries"
     __table_args__ = (UniqueConstraint("user_id", "kind", "key"),)

@@ -31,7 +31,7 @@ from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
 from lomo.telemetry import ORDERS
-from money.ledger import close_reservation, lock_account, reserve
+from money.ledger import close_reservation, lock_account, reserve, reverse_settlement
 from money.policy import authorize
 
 # Order states in their only allowed direction; a lower rank never overwrites a higher one.
@@ -220,6 +220,17 @@ async def fail_order(
         s, order, "failed", order.progress, None, {"error": reason}, settings
     )
     return changed
+
+
+async def refund_unusable(
+    s: AsyncSession, order: GenerationOrder, reason: str, settings: Settings
+) -> None:
+    """A succeeded order whose result cannot be used (larger than the upload cap, or off
+    the upstream's origin): it stays succeeded (the upstream says so, and terminal states
+    are final), keeps the reason as its error, and the person is given the charge back,
+    once. The platform bears the upstream's cost, as with an unclear submit."""
+    order.error, order.updated_at = reason, now()
+    await reverse_settlement(s, order, settings.initial_credit_cents)
 
 
 def _origin(url: str) -> tuple[str, str, int] | None:

@@ -87,7 +87,9 @@ async def _unrefunded_reserves(
             and_(
                 refund.c.user_id == LedgerEntry.user_id,
                 refund.c.key == LedgerEntry.key,
-                refund.c.kind == "refund",
+                # A refund of a failed order, or the reversal of a settled one whose
+                # result was unusable: either way the person got nothing for it.
+                refund.c.kind.in_(("refund", "reverse")),
             ),
         )
         .where(

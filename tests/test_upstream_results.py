@@ -139,6 +139,18 @@ async def test_a_result_over_the_upload_cap_is_refused_and_nothing_stored(
     assert order.object_id is None and order.error and "upload limit" in order.error
     assert await m.count(WorkObject) == 0
     assert not [p for p in m.settings.resolved_asset_dir.rglob("*") if p.is_file()]
+    # Charged when the upstream reported success, given back when the result was unusable:
+    # once, however often collection is tried.
+    with pytest.raises(ApplicationError):
+        await GenerationActivities(m.deps()).collect_generation(OrderRef(res.order_id))
+    assert await m.entries() == [
+        ("deposit", 2000),
+        ("reserve", 4),
+        ("settle", 4),
+        ("reverse", 4),
+    ]
+    budget = (await m.api.get("/v1/budget", headers=m.auth)).json()
+    assert (budget["balance"], budget["spent"], budget["reserved"]) == (2000, 0, 0)
     # Undeclared length (chunked): the count of streamed bytes refuses it just the same.
     with ThreadServer(_chunked_server()) as chunked:
         with pytest.raises(ApplicationError, match="upload limit"):
