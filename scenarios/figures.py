@@ -123,7 +123,7 @@ def measure(person: Person) -> Figures:
     events = person.events()
     tasks = {
         t["task_id"]: person.get(f"/v1/tasks/{t['task_id']}")
-        for t in person.get("/v1/tasks", include_lightweight="true")["tasks"]
+        for t in person.get_all("/v1/tasks", "tasks", include_lightweight="true")
     }
     f.nudges = len(j.nudges)
     f.why += [f"nudge: {n}" for n in j.nudges]
@@ -217,7 +217,7 @@ def _generations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
     # hash (the hash its run view says it ran under), in any runs of its flow, is a
     # duplicate: the result cache should have answered the second time.
     hash_of: dict[tuple[str, str], tuple[str, str]] = {}
-    for obj in person.get("/v1/objects", type="flow")["objects"]:
+    for obj in person.get_all("/v1/objects", "objects", type="flow"):
         for run in person.runs(obj["object_id"]):
             for nid, node in run["nodes"].items():
                 hash_of[(run["run_id"], nid)] = (obj["object_id"], str(node["hash"]))
@@ -353,11 +353,11 @@ def _resurfacing(
 def _stale_writes(f: Figures, person: Person) -> None:
     """An agent's version that puts back what the person had just changed: it wrote on a
     version older than the person's. Flows by node, documents by line."""
-    for obj in person.get("/v1/objects")["objects"]:
+    for obj in person.get_all("/v1/objects", "objects"):
         if obj["type"] not in ("document", "flow"):
             continue
         oid = obj["object_id"]
-        versions = person.get(f"/v1/objects/{oid}/versions")["versions"]
+        versions = person.get_all(f"/v1/objects/{oid}/versions", "versions")
         if len(versions) < 2:
             continue
         content = {

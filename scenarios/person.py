@@ -128,6 +128,17 @@ class Person:
             raise ScenarioFailure(f"GET {path}: {r.status_code} {r.text[:300]}")
         return r.json()
 
+    def get_all(self, path: str, key: str, **params: Any) -> list[Any]:
+        """Every row of a paged list, following `next` (a figure must see the whole list)."""
+        rows: list[Any] = []
+        params = {**params, "limit": 200}
+        while True:
+            page = self.get(path, **params)
+            rows += page[key]
+            if not page["next"]:
+                return rows
+            params["cursor"] = page["next"]
+
     def task(self, work: str) -> Task:
         return self.get(f"/v1/tasks/{self.journal.works[work]}")
 
@@ -169,7 +180,7 @@ class Person:
         raise ScenarioFailure(f"message never routed: {text!r}")
 
     def _clarify(self, said: Said) -> None:
-        for c in self.get("/v1/cards", status="open")["cards"]:
+        for c in self.get_all("/v1/cards", "cards", status="open"):
             if c["kind"] != "clarify":
                 continue
             want = self.journal.works.get(said.work, "")
@@ -236,7 +247,7 @@ class Person:
         woken when they end, so the person waits as they would watching the app."""
         if t["waiting_on"]:
             return True
-        for flow in self.get("/v1/objects", type="flow")["objects"]:
+        for flow in self.get_all("/v1/objects", "objects", type="flow"):
             for run in self.runs(flow["object_id"]):
                 if run["task_id"] == t["task_id"] and run["status"] not in RUN_ENDED:
                     return True
@@ -284,7 +295,7 @@ class Person:
         return int(r.json()["version"])
 
     def runs(self, flow_id: str) -> list[dict[str, Any]]:
-        return self.get(f"/v1/objects/{flow_id}/runs")["runs"]
+        return self.get_all(f"/v1/objects/{flow_id}/runs", "runs")
 
     def wait_run(self, flow_id: str, pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         deadline = time.monotonic() + self.within
@@ -311,7 +322,7 @@ class Person:
         self.stack.days_pass(days)
 
     def memories(self) -> list[dict[str, Any]]:
-        return self.get("/v1/memory")["memories"]
+        return self.get_all("/v1/memory", "memories")
 
     def wait_memory(self, word: str, present: bool = True) -> dict[str, Any] | None:
         """Background extraction and cascades take a moment: wait for the memory list."""

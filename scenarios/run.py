@@ -59,7 +59,7 @@ def _settle(p: Person, within: float = 120.0) -> None:
     """Before measuring: let running work finish (a fault may have delayed it)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        tasks = p.get("/v1/tasks", include_lightweight="true")["tasks"]
+        tasks = p.get_all("/v1/tasks", "tasks", include_lightweight="true")
         if not any(t["status"] in BUSY for t in tasks):
             return
         time.sleep(1.0)

@@ -282,7 +282,7 @@ def edit_notes_mid_work(p: Person) -> None:
 
 
 def _written_by_task(p: Person, doc: str) -> bool:
-    versions = p.get(f"/v1/objects/{doc}/versions")["versions"]
+    versions = p.get_all(f"/v1/objects/{doc}/versions", "versions")
     return any(str(v["created_by"]).startswith("task:") for v in versions)
 
 
