@@ -123,6 +123,10 @@ class _Versions:
             }
         return {"content": {"text": self.texts[int(params["version"]) - 1][1]}}
 
+    def get_all(self, path: str, key: str, **params: Any) -> list[Any]:
+        rows: list[Any] = self.get(path, **params)[key]
+        return rows
+
 
 NOTES_V1 = "Lighthouse notes\nColour: white\n"
 NOTES_V2 = "Lighthouse notes\nColour: red and white\n"
