@@ -205,7 +205,7 @@ async def test_auth_admin_and_isolation(
         assert made["name"] == "carol" and made["user_id"] and made["token"]
         carol = {"Authorization": f"Bearer {made['token']}"}
         r = await api.get("/v1/tasks", headers=carol)
-        assert r.status_code == 200 and r.json() == {"tasks": []}
+        assert r.status_code == 200 and r.json() == {"tasks": [], "next": None}
         # The admin token is not a user token.
         assert_error(await api.get("/v1/tasks", headers=admin), 401, "unauthorized")
 
@@ -254,4 +254,4 @@ async def test_auth_admin_and_isolation(
         assert obj["version"] == 1 and obj["content"] == {}
         assert (await api.get(f"/v1/tasks/{tid}", headers=st.auth)).json()["status"] == "completed"
         listed = (await api.get("/v1/objects", headers=other)).json()
-        assert listed == {"objects": []}
+        assert listed == {"objects": [], "next": None}
