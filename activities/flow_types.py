@@ -14,6 +14,9 @@ class FlowRunInput:
 
     run_id: str
     attempt: int = 1
+    # The owning task was told the run needs the person: carried across continue-as-new,
+    # so a run that rolls over while its price card waits does not ask again.
+    asked: bool = False
 
 
 @dataclass

@@ -7,12 +7,15 @@ the callback, or a compensating poll after a timer). A failed node blocks only i
 descendants; the rest of the graph still runs. An edit of the flow mid-run is seen when a
 node starts on a newer version: nodes not started follow the new structure. The owning
 task is signalled (`flow_event`) only when the run ends or needs the person. History holds
-node ids and statuses only.
+node ids and statuses only. A run parked on its price card continues as new when the
+server suggests it (the plan is re-read from the database, the card found again); once
+nodes run, a flow's node limit (lomo/limits.py) keeps the history small.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -75,13 +78,13 @@ class FlowRunWorkflow:
     # --- the run -----------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: FlowRunInput) -> str:
-        self.inp = inp
+        self.inp, self.asked = inp, inp.asked
         plan = await self._plan()
         self._upsert(plan.flow_id, plan.status)
         while plan.status == "waiting_price":
             assert plan.card_id is not None
             await self._tell_task(plan, "needs_person")
-            await self._wait_card(plan.card_id, plan)
+            await self._wait_card(plan.card_id, plan, may_roll_over=True)
             plan = await self._plan()
             self._upsert(plan.flow_id, plan.status)
         if plan.status != "running":
@@ -190,8 +193,10 @@ class FlowRunWorkflow:
                 if self.orders[order_id] not in FINAL_ORDER:
                     self.orders[order_id] = st.status
 
-    async def _wait_card(self, card_id: str, plan: FlowPlan) -> None:
-        """Parked on the person; a timer re-reads the card (a lost wake-up)."""
+    async def _wait_card(self, card_id: str, plan: FlowPlan, may_roll_over: bool = False) -> None:
+        """Parked on the person; a timer re-reads the card (a lost wake-up). A card left
+        open for days adds a dozen events per re-read: before any node runs
+        (`may_roll_over`) the run continues as new when the server suggests it."""
         while card_id not in self.answered:
             try:
                 await workflow.wait_condition(
@@ -201,6 +206,8 @@ class FlowRunWorkflow:
             except TimeoutError:
                 if not await card_unanswered(card_id):
                     self.answered.add(card_id)
+                elif may_roll_over and workflow.info().is_continue_as_new_suggested():
+                    workflow.continue_as_new(dataclasses.replace(self.inp, asked=self.asked))
 
     async def _plan(self) -> FlowPlan:
         plan = await workflow.execute_activity_method(
