@@ -37,7 +37,7 @@ def run_input(text: str | None, thread: str = "main", **extra: Any) -> dict[str,
 
 async def agui_run(
     st: Stack, body: dict[str, Any], headers: dict[str, str]
-) -> tuple[str, list[dict[str, Any]]]:
+) -> list[dict[str, Any]]:
     raw = ""
     try:
         async with st.api.stream("POST", "/v1/ag-ui", json=body, headers=headers, timeout=60) as r:
@@ -47,7 +47,7 @@ async def agui_run(
     except httpx.ReadTimeout:
         raise AssertionError(f"the run did not end; it sent: {raw}") from None
     events = [json.loads(x[6:]) for x in raw.splitlines() if x.startswith("data: ")]
-    return raw, events
+    return events
 
 
 def types(events: list[dict[str, Any]]) -> list[str]:
@@ -59,7 +59,7 @@ async def test_a_picture_request_runs_from_start_to_finish(
 ) -> None:
     async with running_stack(tmp_path, db_url, temporal_server, temporal_client, task_queue) as st:
         body = run_input(CAT)
-        raw, events = await agui_run(st, body, st.auth)
+        events = await agui_run(st, body, st.auth)
         assert_valid_agui(events)
         kinds = types(events)
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED", kinds
@@ -85,7 +85,7 @@ async def test_a_picture_request_runs_from_start_to_finish(
         ), final
 
         # The same input again tells the same run from the log and sends nothing twice.
-        raw2, events2 = await agui_run(st, body, st.auth)
+        events2 = await agui_run(st, body, st.auth)
         assert_valid_agui(events2)
         text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
         text2 = "".join(e["delta"] for e in events2 if e["type"] == "TEXT_MESSAGE_CONTENT")
@@ -102,7 +102,7 @@ async def test_a_price_card_interrupts_and_only_the_person_resumes(
     async with running_stack(tmp_path, db_url, temporal_server, temporal_client, task_queue) as st:
         r = await st.api.post("/v1/tokens", json={"name": "agent ui"}, headers=st.auth)
         api = {"Authorization": f"Bearer {r.json()['token']}"}
-        raw, events = await agui_run(st, run_input(CAT), api)  # an API client: asks the price
+        events = await agui_run(st, run_input(CAT), api)  # an API client: asks the price
         assert_valid_agui(events)
         end = events[-1]
         assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "interrupt", end
@@ -118,7 +118,7 @@ async def test_a_price_card_interrupts_and_only_the_person_resumes(
         )
         assert_error(refused, 403, "forbidden")  # a program cannot approve spending
 
-        raw, events = await agui_run(st, run_input(None, task_id, resume=resume), st.auth)
+        events = await agui_run(st, run_input(None, task_id, resume=resume), st.auth)
         assert_valid_agui(events)
         assert events[-1]["type"] == "RUN_FINISHED", events[-1]
         assert events[-1].get("outcome", {"type": "success"})["type"] == "success"
