@@ -31,6 +31,7 @@ from context.tools import DOMAINS, domain_index
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from tools.history import SearchHistory
 
 PREVIEW_CHARS = 400
 
@@ -142,7 +143,7 @@ class ReadOutput(Tool):
 
 
 def context_tools(deps: ToolDeps, tools: dict[str, Tool]) -> list[Tool]:
-    return [LoadTools(tools), LoadGuide(), ReadOutput(deps)]
+    return [LoadTools(tools), LoadGuide(), SearchHistory(deps), ReadOutput(deps)]
 
 
 @dataclass(frozen=True, slots=True)
