@@ -191,18 +191,19 @@ class _VectorCache:
 
     async def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
         keys = [(embedder.name, hashlib.sha256(t.encode()).hexdigest()) for t in texts]
-        missing = list(dict.fromkeys(k for k in keys if k not in self.vectors))
+        # Read before the thread hop: another search may evict entries meanwhile.
+        got = {k: self.vectors[k] for k in keys if k in self.vectors}
+        missing = list(dict.fromkeys(k for k in keys if k not in got))
         if missing:
             by_key = dict(zip(keys, texts, strict=True))
             new = await asyncio.to_thread(embedder.embed, [by_key[k] for k in missing])
-            for k, v in zip(missing, new, strict=True):
-                self.vectors[k] = v
-        out = [self.vectors[k] for k in keys]
+            got.update(zip(missing, new, strict=True))
         for k in keys:
+            self.vectors[k] = got[k]
             self.vectors.move_to_end(k)
         while len(self.vectors) > self.size:
             self.vectors.popitem(last=False)
-        return out
+        return [got[k] for k in keys]
 
 
 _CACHE = _VectorCache()
