@@ -6,6 +6,7 @@ multilingual embedder), pages through many hits, and never returns what forgetti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,16 @@ from memory.services import MemoryServices, install_services
 from standin.model import OfflineModel
 from tests.context_support import _text, _use, context_run, request_text
 from tools.base import ToolCallContext
-from tools.history import PAGE_MAX, Passage, _scrubbed, history_passages, split_exact
+from tools.history import (
+    PAGE_MAX,
+    Passage,
+    _scrubbed,
+    _VectorCache,
+    history_passages,
+    split_exact,
+)
 from vectors.edge import EdgeVectorIndex
-from vectors.embeddings import UsemEmbedder
+from vectors.embeddings import FakeEmbedder, UsemEmbedder
 
 TURN, SEGMENT, RECENT = 5, 4, 3
 SOUNDTRACK = "For the soundtrack I would like a slow acoustic guitar, nothing with drums."
@@ -69,6 +77,26 @@ def test_a_passage_quoting_a_forget_request_loses_that_sentence() -> None:
     out = _scrubbed([keep, quoted, only], found)
     assert [p.text for p in out] == ["Poster two is done.", "Next: finals."]
     assert _scrubbed([keep, quoted], []) == [keep, quoted]
+
+
+async def test_passage_vectors_are_cached_and_bounded() -> None:
+    class Counting(FakeEmbedder):
+        def __init__(self) -> None:
+            super().__init__(16)
+            self.seen: list[str] = []
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            self.seen.extend(texts)
+            return super().embed(texts)
+
+    e, cache = Counting(), _VectorCache(size=3)
+    first = await cache.embed(e, ["a b", "c d", "a b"])
+    assert e.seen == ["a b", "c d"] and first[0] == first[2]
+    assert await cache.embed(e, ["c d"]) == [first[1]] and len(e.seen) == 2
+    await cache.embed(e, ["e", "f", "g"])
+    assert len(cache.vectors) == 3
+    await cache.embed(e, ["a b"])  # evicted: embedded again
+    assert e.seen[-1] == "a b"
 
 
 def test_passages_are_exact_slices() -> None:
