@@ -8,14 +8,16 @@ Layers, in the order the API reads them (tools, system, messages), with cache br
                     lines (id, kind, language, goal, briefing), cached with what follows
   segment_summaries the opening request verbatim, then one summary per closed segment with
                     the profile additions of its steps, appended, never rewritten
-                    (breakpoint 3); then the runtime's loads of the domains carried over
+                    (breakpoint 3); then the runtime's loads of the domains and the
+                    creative guides carried over
   recent_messages   the steps of the open segments verbatim, with domain loads (tool
-                    references the API expands in place) and profile additions where they
-                    happened (breakpoint 4 after the last)
+                    references the API expands in place), guide loads and profile additions
+                    where they happened (breakpoint 4 after the last)
   dynamic_tail      the turn (at a turn's first step), checklist, cards, jobs, notices,
                     retrieved memories; nothing at all when none of these is there
-A domain load or a profile addition appends; a segment close appends its summary and
-rewrites only the verbatim steps after it, which is where unused domains are unloaded. Each
+A domain or guide load or a profile addition appends; a segment close appends its summary
+and rewrites only the verbatim steps after it, which is where unused domains and guides are
+unloaded. Each
 step records fingerprints of these parts, why the bytes before the history changed (a
 profile correction, new tool definitions) and what was appended, so an unexplained change
 is visible.
