@@ -6,6 +6,7 @@ multilingual embedder), pages through many hits, and never returns what forgetti
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,9 @@ def test_passages_are_exact_slices() -> None:
     assert all(text[at : at + len(p)] == p and len(p) <= 100 for at, p in pieces)
     assert "".join(p for _, p in pieces).replace(" ", "") == text.replace(" ", "")
     assert split_exact("{}   ") == [] and split_exact("  {ok}") == [(2, "{ok}")]
+    lines = json.dumps([f"entry {i:06d}: frame rendered" for i in range(100)])
+    for _, p in split_exact(lines, 200):  # a list is cut between its items
+        assert p.startswith(('["entry', '"entry')) and p.endswith(('",', '"]')), p
 
 
 async def test_search_finds_compressed_details_by_words_and_meaning_pages_and_forgets(

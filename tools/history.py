@@ -45,7 +45,8 @@ MEANING_MIN = 0.22  # below this cosine (USE v3: unrelated texts stay under ~0.2
 WORDS_MIN = 0.25  # below this share of the query's (rarity-weighted) words no match
 EMBED_MAX = 2000  # passages embedded per search (the newest; word matches always count)
 OUTPUT_EMBED_MAX = 64  # slices of kept-outside outputs embedded per search
-_BREAK = re.compile(r"(?<=[.!?\n])\s+")
+# Where a passage may end: after a sentence or a line, else after a comma (JSON lists).
+_BREAKS = (re.compile(r"(?<=[.!?\n])\s+"), re.compile(r"(?<=[,;])\s+"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +75,20 @@ def split_exact(text: str, size: int = PASSAGE_CHARS) -> list[tuple[int, str]]:
     while start < len(text):
         end = min(len(text), start + size)
         if end < len(text):
-            cut = [m.end() for m in _BREAK.finditer(text, start + size // 2, end)]
-            end = cut[-1] if cut else end
+            end = _last_break(text, start + size // 2, end) or end
         piece = text[start:end]
         if normalize(piece):  # a passage without a word ("{}") matches nothing real
             out.append((start + len(piece) - len(piece.lstrip()), piece.strip()))
         start = end
     return out
+
+
+def _last_break(text: str, lo: int, hi: int) -> int | None:
+    for pattern in _BREAKS:
+        cuts = [m.end() for m in pattern.finditer(text, lo, hi)]
+        if cuts:
+            return cuts[-1]
+    return None
 
 
 def step_passages(
