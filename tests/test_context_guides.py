@@ -7,6 +7,7 @@ longer uses, and the prompt cache keeps serving the history while guides come an
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -30,6 +31,9 @@ from tests.context_support import (
 from tests.helpers import ThreadServer
 
 TURN, SEGMENT, RECENT, STEPS = 6, 4, 3, 22
+COLOURS = re.compile(
+    r"\b(red|blue|green|teal|yellow|orange|ochre|purple|pink|black|white|gr[ae]y|brown)\b", re.I
+)
 MEDIA = {"image", "poster-series", "storyboard-film", "video", "audio", "3d"}
 
 
@@ -85,6 +89,9 @@ def test_the_catalogue_covers_every_medium_with_substance() -> None:
         assert 250 <= estimate_tokens(g.text) <= 700, (g.name, estimate_tokens(g.text))
         assert g.when and g.kept_by, g.name
         assert g.text.isascii(), g.name  # no escaped characters in the JSON tool result
+        # No named colour in an example: a colour the person corrected or forgot would seem
+        # to come back from a guide, and an example must not steer their palette.
+        assert not COLOURS.search(g.text), (g.name, COLOURS.search(g.text))
     # A load of the image tools brings the image guide, not the poster one (a cat picture
     # needs no series plan); the flows tools bring the storyboard guide.
     assert with_domains(GUIDES, ["image"]) == ["image"]
