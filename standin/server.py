@@ -36,7 +36,7 @@ from llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
-from standin.sse import sse_frames
+from standin.sse import paced, sse_frames
 
 log = logging.getLogger(__name__)
 
@@ -332,13 +332,15 @@ def create_standin_app(responder: Responder) -> FastAPI:
     ``app.state.requests`` holds every request body received (in order) and
     ``app.state.prompt_cache`` the simulated cache (prefix hash -> token estimate);
     ``app.state.min_cache_tokens`` the shortest prefix the simulated cache keeps (0 here; a
-    bench sets the real API's 1024).
+    bench sets the real API's 1024); ``app.state.stream_delay`` the pause between streamed
+    events.
     """
     app = FastAPI(title="Lomo Anthropic stand-in")
     app.state.requests = []
     app.state.betas = []  # the anthropic-beta header of each request ("" without one)
     app.state.prompt_cache = {}
     app.state.min_cache_tokens = 0
+    app.state.stream_delay = 0.0  # seconds between streamed events (a slow model)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -368,7 +370,8 @@ def create_standin_app(responder: Responder) -> FastAPI:
         usage = account_cache(app.state.prompt_cache, body, app.state.min_cache_tokens)
         answer = message_body(response, model, usage)
         if body.get("stream"):
-            return StreamingResponse(sse_frames(answer), media_type="text/event-stream")
+            frames = paced(sse_frames(answer), app.state.stream_delay)
+            return StreamingResponse(frames, media_type="text/event-stream")
         return JSONResponse(content=answer)
 
     return app

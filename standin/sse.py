@@ -4,8 +4,9 @@ block start, deltas and stop, then message_delta and message_stop)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from llm.streaming import pieces
@@ -46,3 +47,11 @@ def sse_frames(body: dict[str, Any]) -> Iterator[str]:
         "message_delta", {"delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
     )
     yield _frame("message_stop", {})
+
+
+async def paced(frames: Iterable[str], delay: float) -> AsyncIterator[str]:
+    """The frames with `delay` seconds after each, as a model writing at that pace."""
+    for frame in frames:
+        yield frame
+        if delay > 0:
+            await asyncio.sleep(delay)
