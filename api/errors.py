@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from lomo.errors import (
     Conflict,
     FlowTooLarge,
+    Forbidden,
     InvalidCursor,
     InvalidInput,
     LomoError,
@@ -30,6 +31,7 @@ STATUS = {
     Conflict: 409,
     InvalidInput: 400,
     Unauthorized: 401,
+    Forbidden: 403,
     RateLimited: 429,
 }
 

@@ -9,7 +9,8 @@
     │   ├── UnsupportedMediaType   an upload of a media type not on the list (415)
     │   ├── FlowTooLarge           a flow of more nodes than MAX_FLOW_NODES (422)
     │   └── InvalidCursor          a list's page cursor that names no place in it (422)
-    ├── Unauthorized               missing or bad credentials
+    ├── Unauthorized               missing, bad, revoked or expired credentials
+    ├── Forbidden                  valid credentials of a channel that may not do this
     ├── RateLimited                over a rate or connection limit (429, Retry-After)
     └── ModelError                 the model provider failed or answered nonsense
         └── ModelOutputError       the model's output cannot be used (non-retryable)
@@ -65,6 +66,10 @@ class InvalidCursor(InvalidInput):
 
 class Unauthorized(LomoError):
     code = "unauthorized"
+
+
+class Forbidden(LomoError):
+    code = "forbidden"
 
 
 class RateLimited(LomoError):
