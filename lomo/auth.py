@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo import clock
 from lomo.db.models import ApiToken, User
+from lomo.db.pages import Page, by_creation
 from lomo.errors import NotFound, Unauthorized
 from lomo.ids import new_id
 
@@ -75,8 +76,18 @@ async def create_api_token(
     return row, token
 
 
-async def api_tokens(session: AsyncSession, user_id: str) -> list[ApiToken]:
-    q = select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.created_at)
+async def api_tokens(session: AsyncSession, user_id: str, page: Page) -> list[ApiToken]:
+    """A page of the person's API tokens, oldest first (with one more row if more follow)."""
+    mine = [ApiToken.user_id == user_id]
+    q = await by_creation(
+        session,
+        select(ApiToken).where(*mine),
+        ApiToken.created_at,
+        ApiToken.id,
+        page,
+        descending=False,
+        scope=mine,
+    )
     return list(await session.scalars(q))
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.app import create_app
 from api.services.pages import DEFAULT_LIMIT, MAX_LIMIT
 from flows.models import FlowRun
-from lomo.auth import create_user
+from lomo.auth import create_api_token, create_user
 from lomo.db.engine import Database
 from lomo.db.models import Card, ObjectVersion, Task, WorkObject
 from lomo.events import append_event
@@ -122,9 +122,14 @@ async def _seed(s: AsyncSession, user_id: str, tag: str) -> dict[str, list[str]]
             ids[kind].append(f"{prefix}_{key}")
         await s.flush()
         await append_event(s, user_id, "task.created", {"task_id": f"tsk_{key}"})
+        row, _ = await create_api_token(s, user_id, key, timedelta(days=1))
+        row.created_at = _at(i)
+        ids.setdefault("tokens", []).append(row.id)
     # The expected order: by (created_at, id), newest first for tasks and runs.
     by_time = sorted(range(N), key=lambda i: (_at(i), ids["tasks"][i][4:]))
-    for kind in ids:
+    tokens = sorted(range(N), key=lambda i: (_at(i), ids["tokens"][i]))
+    ids["tokens"] = [ids["tokens"][i] for i in tokens]
+    for kind in ("tasks", "cards", "objects", "runs", "memory"):
         ordered = [ids[kind][i] for i in by_time]
         ids[kind] = ordered[::-1] if kind in ("tasks", "runs") else ordered
     ids["objects"] = [flow.id, *ids["objects"]]
@@ -174,6 +179,7 @@ LISTS: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
     "memory": ("/v1/memory", "memories", lambda r: r["memory_id"]),
     "versions": ("/v1/objects/obj_aflow/versions", "versions", lambda r: str(r["version"])),
     "history": ("/v1/memory/mem_ahist/history", "versions", lambda r: str(r["version"])),
+    "tokens": ("/v1/tokens", "tokens", lambda r: r["token_id"]),
 }
 
 
@@ -243,7 +249,7 @@ async def _cursor_for(api: Api, name: str, headers: dict[str, str], path: str) -
     return cursor
 
 
-@pytest.mark.parametrize("name", ["tasks", "cards", "objects", "memory"])
+@pytest.mark.parametrize("name", ["tasks", "cards", "objects", "memory", "tokens"])
 async def test_a_cursor_from_another_person_or_list_is_refused(api: Api, name: str) -> None:
     path = LISTS[name][0]
     bobs = await _cursor_for(api, name, api.b, path)

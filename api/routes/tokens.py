@@ -7,8 +7,9 @@ from datetime import timedelta
 
 from fastapi import APIRouter
 
-from api.deps import AppUser, SessionDep
+from api.deps import AppUser, PageDep, SessionDep
 from api.schemas.session import ApiTokenList, ApiTokenView, NewApiToken, TokenIn
+from api.services.pages import finish
 from lomo import clock
 from lomo.auth import api_tokens, create_api_token, revoke_api_token, usable
 from lomo.db.models import ApiToken
@@ -28,9 +29,11 @@ async def add_api_token(body: TokenIn, user: AppUser, session: SessionDep) -> Ne
 
 
 @router.get("")
-async def list_api_tokens(user: AppUser, session: SessionDep) -> ApiTokenList:
-    """Every API token of the person, revoked and expired ones included (never the token)."""
-    return ApiTokenList(tokens=[_view(t) for t in await api_tokens(session, user.id)])
+async def list_api_tokens(user: AppUser, session: SessionDep, page: PageDep) -> ApiTokenList:
+    """The person's API tokens, revoked and expired ones included (never the token),
+    oldest first, a page at a time."""
+    rows, after = finish(await api_tokens(session, user.id, page), page, lambda t: t.id)
+    return ApiTokenList(tokens=[_view(t) for t in rows], next=after)
 
 
 @router.delete("/{token_id}")

@@ -46,6 +46,9 @@ class ApiTokenView(BaseModel):
 
 class ApiTokenList(BaseModel):
     tokens: list[ApiTokenView]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; null on the last page"
+    )
 
 
 class UserIn(BaseModel):
