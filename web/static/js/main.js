@@ -75,6 +75,9 @@ async function start() {
   for (const name of Object.keys(panes)) {
     tabs.append(h("button", { dataset: { tab: name }, onclick: () => showTab(name) }, t(name)));
   }
+  // Assigned below, once the panes exist; a click on the tab while the page still loads
+  // (the upload limit is awaited first) shows the pane, and the first refresh fills it.
+  let refreshMemory = () => {};
   const showTab = (name) => {
     for (const [n, pane] of Object.entries(panes)) pane.hidden = n !== name;
     for (const b of tabs.children) b.classList.toggle("active", b.dataset.tab === name);
@@ -135,7 +138,7 @@ async function start() {
     } catch (e) { report(e); }
   }, 150);
   const refreshBudget = debounce(() => renderBudget(el.budget).catch(report), 150);
-  const refreshMemory = debounce(() => { if (!el.memory.hidden) renderMemory(el.memory, { refresh: refreshAll, report }).catch(report); }, 150);
+  refreshMemory = debounce(() => { if (!el.memory.hidden) renderMemory(el.memory, { refresh: refreshAll, report }).catch(report); }, 150);
   const refreshWorkspace = debounce(() => workspace.refresh().catch(report), 150);
   function refreshAll() {
     refreshTasks(); refreshTask(); refreshCards(); refreshBudget(); refreshThread(); refreshMemory();
