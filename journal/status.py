@@ -1,6 +1,7 @@
 """A task's status change as the step's storage writes it: one conditional UPDATE, its
-`task.status` event only when it changed the row, the kind the workflow holds, and, for a
-terminal status, the task's open cards expired."""
+`task.status` event only when it changed the row (and then a presented result's
+`task.reply`), the kind the workflow holds, and, for a terminal status, the task's open
+cards expired."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ async def write_changes(
         changed = status_changed(got, change, check_task)
         for user_id in changed:
             await batch(*event_queries(user_id, "task.status", data, at))
+    if change.reply is not None:
+        for user_id in changed:
+            await batch(*event_queries(user_id, "task.reply", change.reply, at))
     if changed and change.status in TERMINAL_TASK_STATUSES:
         # What can be cancelled is: open questions to the person expire.
         await batch(Query(st.EXPIRE_CARDS, {"p_id": change.task_id}))

@@ -117,6 +117,10 @@ class OfflineModel:
             return _after_tools(request, lang, results)
         if person and (call := _generation_call(request, person, everything, runtime_notes)):
             name, args = call
+            if _lightweight(request):
+                # A single picture (clip, model) asked for: its result is the answer, and
+                # the runtime shows it without asking again.
+                args["present_when_done"] = True
             return ModelResponse(
                 content=[ToolUseBlock(id=self._tool_id(request), name=name, input=args)],
                 stop_reason="tool_use",
@@ -124,6 +128,14 @@ class OfflineModel:
                 model="lomo-offline",
             )
         return _text("Verstanden." if lang == "de" else "Understood.", request)
+
+
+_LIGHTWEIGHT = re.compile(r"^\[runtime\] task \S+ \(lightweight\)", re.MULTILINE)
+
+
+def _lightweight(request: ModelRequest) -> bool:
+    """The task's fixed lines (in the system prompt) say it is a lightweight task."""
+    return any(_LIGHTWEIGHT.search(b.text) for b in request.system)
 
 
 def _tool_results(messages: list[Message]) -> list[ToolResultBlock]:
