@@ -21,6 +21,8 @@ class StatusInput:
     # already stored its decision does not write its turn's "running" again.
     only_before_turn: int = 0
     only_at_turn: int = 0
+    # The workflow time it was decided at (µs): the write's fencing token (journal/types.py).
+    fence: int = 0
     # Orders whose results the runtime presents with this status, in its transaction: the
     # reply is written only when the status changes, so a retried or late write adds none.
     present: list[str] = field(default_factory=list)

@@ -59,8 +59,9 @@ def status_changed(got: list[Rows], change: StatusChange, check_task: bool) -> s
     return {str(r[0]) for r in got[0]}
 
 
-def _shape(change: StatusChange) -> tuple[bool, bool, bool]:
-    return bool(change.kind), bool(change.only_before_turn), bool(change.only_at_turn)
+def _shape(change: StatusChange) -> st.Shape:
+    turns = bool(change.only_before_turn), bool(change.only_at_turn)
+    return bool(change.kind), *turns, bool(change.fence)
 
 
 def _values(change: StatusChange, at: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -72,6 +73,7 @@ def _values(change: StatusChange, at: datetime) -> tuple[dict[str, Any], dict[st
         "p_kind": change.kind,
         "p_before": change.only_before_turn,
         "p_turn": change.only_at_turn,
+        "p_fence": change.fence,
     }
     return params, {"task_id": change.task_id, "status": change.status, "reason": change.reason}
 

@@ -98,7 +98,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         running: StatusInput | None = None
         if self.status != "running":
             self.status = "running"
-            running = StatusInput(self.inp.task_id, "running", "", self.kind)
+            running = StatusInput(self.inp.task_id, "running", "", self.kind, fence=self._fence())
         self.turn += 1
         # The search attribute follows after `running_visible_seconds`, from a timer: an
         # upsert sent with the model step's scheduling would hold the step back by its

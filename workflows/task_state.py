@@ -85,7 +85,9 @@ class TaskState:
         present, self._presenting = self._presenting, []
         await self._db_activity(
             RuntimeActivities.set_task_status,
-            StatusInput(self.inp.task_id, status, reason, self.kind, present=present),
+            StatusInput(
+                self.inp.task_id, status, reason, self.kind, fence=self._fence(), present=present
+            ),
         )
 
     async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
@@ -94,6 +96,12 @@ class TaskState:
         return await workflow.execute_local_activity_method(
             fn, arg, start_to_close_timeout=DB_TIMEOUT, retry_policy=RETRY
         )
+
+    def _fence(self) -> int:
+        """The fencing token of a status decided now: the workflow time, which grows from
+        one workflow task to the next, also across runs. A worker that resumes a workflow
+        task another worker has redone since writes an older token, and is refused."""
+        return int(workflow.now().timestamp() * 1_000_000)
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
         assert self.inp is not None
