@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,8 @@ async def _frozen_and_fenced(
         assert await _snapshot(st, task_id, call_id) == before
         await asyncio.sleep(0.25)
     assert frozen.poll() is None, "the resumed worker keeps running"
+    for at, what in await _refused(log):
+        mark(f"server refused {frozen_name}'s stale {what}", at)
 
     snap = before
     assert snap["entries"] == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
@@ -269,6 +272,21 @@ async def _late_attempt(log: Path) -> tuple[float, str] | None:
                 local = time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")
                 return time.mktime(local) + int(m.group(2)) / 1000, fence
     return None
+
+
+# The SDK core's own lines (UTC, RFC 3339) when the server refuses a stale completion.
+_CORE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z.*?(Activity|Workflow task) not found")
+
+
+async def _refused(log: Path) -> list[tuple[float, str]]:
+    """The stale completions the server refused, as the resumed worker logged them."""
+    text = await asyncio.to_thread(log.read_text, errors="replace")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    found = []
+    for m in _CORE.finditer(text):
+        at = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
+        found.append((at, "activity completion" if m.group(2) == "Activity" else "workflow task"))
+    return found
 
 
 def _report(timeline: list[tuple[float, str]], started: dict[str, Any]) -> None:
