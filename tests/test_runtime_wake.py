@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from llm.types import ModelRequest, ModelResponse
+from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from standin.model import OfflineModel
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
@@ -22,16 +22,23 @@ from tests.test_slice import _events, run_cat_slice
 
 
 class CountingModel:
-    """The offline model, counting the task steps it answers (one per model call)."""
+    """The offline model, counting the task steps it answers (one per model call).
+    `plans=False`: a model that never says a result is the answer (the flag dropped)."""
 
-    def __init__(self) -> None:
+    def __init__(self, plans: bool = True) -> None:
         self.inner = OfflineModel()
+        self.plans = plans
         self.task_steps: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose == "task_step":
             self.task_steps.append(request)
-        return await self.inner.complete(request)
+        resp = await self.inner.complete(request)
+        if not self.plans:
+            for block in resp.content:
+                if isinstance(block, ToolUseBlock):
+                    block.input.pop("present_when_done", None)
+        return resp
 
 
 async def _replies(st: Stack, task_id: str) -> list[dict[str, Any]]:
@@ -57,6 +64,24 @@ async def test_a_lightweight_image_costs_one_model_call(
     # The person still hears of the result, named, in their language, exactly once.
     assert [r["text"] for r in replies] == [f"Here is your image. ({task['artifacts'][0]})"]
     assert replies[0]["object_ids"] == task["artifacts"]
+    assert replies[0]["by"] == "runtime"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+async def test_without_the_plans_word_the_model_is_woken(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """The same request from a model that does not mark the result as the answer: the
+    runtime decides nothing for it (three calls: the plan, the submit's acknowledgement,
+    and the reply after the job)."""
+    model = CountingModel(plans=False)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=model
+    ) as st:
+        task = await run_cat_slice(st, "Generate an image of a red tabby cat")
+        replies = await _replies(st, task["task_id"])
+    assert len(model.task_steps) == 3
+    assert replies[-1]["text"].startswith("Here is your image") and "by" not in replies[-1]
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
