@@ -111,10 +111,8 @@ class OfflineModel:
         everything = _all_person_text(request.messages)
         lang = detect_language(everything)
         runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
-        if (finished := _after_generation(request, lang, runtime_notes, everything)) is not None:
-            return finished
-        if results := _tool_results(request.messages):
-            return _after_tools(request, lang, results)
+        # The person's new request first: a result the runtime presented is reported to the
+        # model with the next message, beside the earlier call's result.
         if person and (call := _generation_call(request, person, everything, runtime_notes)):
             name, args = call
             if _lightweight(request):
@@ -127,6 +125,10 @@ class OfflineModel:
                 usage=Usage(input_tokens=_tokens(request), output_tokens=30),
                 model="lomo-offline",
             )
+        if (finished := _after_generation(request, lang, runtime_notes, everything)) is not None:
+            return finished
+        if results := _tool_results(request.messages):
+            return _after_tools(request, lang, results)
         return _text("Verstanden." if lang == "de" else "Understood.", request)
 
 
