@@ -232,9 +232,12 @@ class RuntimeActivities:
     async def set_task_status(self, inp: StatusInput) -> None:
         reply = await self._reply(inp) if inp.present else None
         try:
-            await self.store.write_status(_change(inp, reply=reply), clock.now())
+            changed = await self.store.write_status(_change(inp, reply=reply), clock.now())
         except LookupError as e:
             raise ApplicationError(str(e), non_retryable=True) from e
+        if not changed and inp.fence and await self.store.fenced_out(inp.task_id, inp.fence):
+            # A worker resumed a workflow task that another worker redid since.
+            log.warning("task %s: stale status %r refused (fenced)", inp.task_id, inp.status)
 
     async def _reply(self, inp: StatusInput) -> dict[str, Any] | None:
         try:

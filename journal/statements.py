@@ -298,6 +298,10 @@ SET_KIND = (
     .values(kind=bindparam("p_kind"))
 )
 TASK_EXISTS = select(Task.id).where(Task.id == bindparam("p_id"))
+# A newer writer's fencing token than this one is stored.
+FENCED_OUT = select(Task.id).where(
+    Task.id == bindparam("p_id"), Task.status_fence > bindparam("p_fence", type_=BigInteger)
+)
 EXPIRE_CARDS = (
     update(CARDS)
     .where(CARDS.c.task_id == bindparam("p_id"), CARDS.c.status == "open")

@@ -43,7 +43,7 @@ SUBMIT_HELD_S = 5
 # heartbeat finds the attempt gone and the SDK cancels it (Temporal's lease), or its result
 # reaches the journal after the retry's and is dropped there (the call's key).
 FENCES = {
-    "cancelled: its lease was gone, completion refused": re.compile(
+    "its heartbeat found the attempt gone: cancelled, nothing stored": re.compile(
         r"Completing activity as failed .*'activity_type': 'run_tool', 'attempt': 1\b"
     ),
     "result dropped: the journal kept the retry's": re.compile(
@@ -132,7 +132,7 @@ async def _frozen_and_fenced(
         await asyncio.sleep(0.25)
     assert frozen.poll() is None, "the resumed worker keeps running"
     for at, what in await _refused(log):
-        mark(f"server refused {frozen_name}'s stale {what}", at)
+        mark(f"{what} of {frozen_name} refused", at)
 
     snap = before
     assert snap["entries"] == [("deposit", 2000), ("reserve", 4), ("settle", 4)]
@@ -275,17 +275,25 @@ async def _late_attempt(log: Path) -> tuple[float, str] | None:
 
 
 # The SDK core's own lines (UTC, RFC 3339) when the server refuses a stale completion.
+_FENCED = re.compile(r"stale status ('\w+') refused \(fenced\)")
 _CORE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z.*?(Activity|Workflow task) not found")
 
 
 async def _refused(log: Path) -> list[tuple[float, str]]:
-    """The stale completions the server refused, as the resumed worker logged them."""
+    """What of the resumed worker was refused, as it logged it: stale completions (by the
+    server) and stale status writes (by the status fence)."""
     text = await asyncio.to_thread(log.read_text, errors="replace")
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)
     found = []
     for m in _CORE.finditer(text):
         at = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
-        found.append((at, "activity completion" if m.group(2) == "Activity" else "workflow task"))
+        what = "activity completion" if m.group(2) == "Activity" else "workflow task completion"
+        found.append((at, f"server: stale {what}"))
+    for line in text.splitlines():
+        if (m := _FENCED.search(line)) and (t := _STAMP.match(line)):
+            local = time.strptime(t.group(1), "%Y-%m-%d %H:%M:%S")
+            at = time.mktime(local) + int(t.group(2)) / 1000
+            found.append((at, f"status fence: stale status {m.group(1)}"))
     return found
 
 
