@@ -32,6 +32,7 @@ from activities.types import (
 from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
+from journal.drafts import DraftKey, ReplyDraft
 from journal.running import ShowRunning
 from journal.statements import FINAL_CALL
 from journal.store import StepStore
@@ -44,6 +45,7 @@ from journal.types import (
     StepRecord,
     TurnFacts,
 )
+from llm.streaming import complete_streaming
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
@@ -90,9 +92,10 @@ class RuntimeActivities:
         built = build_context(loaded.data, self.tools, self.policy, recalled)
         running = _running(inp)
         show = ShowRunning(self.store, running, at, self.deps.settings.running_event_seconds)
+        draft = ReplyDraft(self.db, _draft_key(inp), self.deps.settings.stream_flush_seconds)
         try:
             async with heartbeating():
-                resp = await self.provider.complete(built.request)
+                resp = await complete_streaming(self.provider, built.request, draft.add)
         except BaseException:
             show.cancel()
             raise
@@ -312,6 +315,11 @@ def _change(inp: StatusInput, **over: Any) -> StatusChange:
     """The storage's change for a status the workflow decided (`present` becomes `reply`)."""
     fields = {k: v for k, v in asdict(inp).items() if k != "present"}
     return StatusChange(**{**fields, **over})
+
+
+def _draft_key(inp: StepInput) -> DraftKey:
+    attempt = activity.info().attempt  # a retry's partial text replaces the last one's
+    return DraftKey(inp.user_id, inp.task_id, inp.turn, inp.step, attempt)
 
 
 def _record(

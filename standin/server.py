@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from llm.anthropic_provider import PURPOSE_HEADER
 from llm.types import (
@@ -36,6 +36,7 @@ from llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
+from standin.sse import paced, sse_frames
 
 log = logging.getLogger(__name__)
 
@@ -331,20 +332,22 @@ def create_standin_app(responder: Responder) -> FastAPI:
     ``app.state.requests`` holds every request body received (in order) and
     ``app.state.prompt_cache`` the simulated cache (prefix hash -> token estimate);
     ``app.state.min_cache_tokens`` the shortest prefix the simulated cache keeps (0 here; a
-    bench sets the real API's 1024).
+    bench sets the real API's 1024); ``app.state.stream_delay`` the pause between streamed
+    events.
     """
     app = FastAPI(title="Lomo Anthropic stand-in")
     app.state.requests = []
     app.state.betas = []  # the anthropic-beta header of each request ("" without one)
     app.state.prompt_cache = {}
     app.state.min_cache_tokens = 0
+    app.state.stream_delay = 0.0  # seconds between streamed events (a slow model)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.post("/v1/messages")
-    async def messages(request: Request) -> JSONResponse:
+    @app.post("/v1/messages", response_model=None)
+    async def messages(request: Request) -> JSONResponse | StreamingResponse:
         try:
             body = await request.json()
         except ValueError:
@@ -353,8 +356,6 @@ def create_standin_app(responder: Responder) -> FastAPI:
         app.state.betas.append(request.headers.get("anthropic-beta", ""))
         if not request.headers.get("x-api-key"):
             return _error(401, "authentication_error", "x-api-key header is required")
-        if isinstance(body, dict) and body.get("stream"):
-            return _error(400, "invalid_request_error", "streaming is not supported here")
         try:
             model_request = model_request_from_body(body, request.headers.get(PURPOSE_HEADER))
             check_cache_markup(body)
@@ -367,7 +368,11 @@ def create_standin_app(responder: Responder) -> FastAPI:
             log.exception("stand-in responder failed")
             return _error(500, "api_error", f"responder failed: {type(exc).__name__}: {exc}")
         usage = account_cache(app.state.prompt_cache, body, app.state.min_cache_tokens)
-        return JSONResponse(content=message_body(response, model, usage))
+        answer = message_body(response, model, usage)
+        if body.get("stream"):
+            frames = paced(sse_frames(answer), app.state.stream_delay)
+            return StreamingResponse(frames, media_type="text/event-stream")
+        return JSONResponse(content=answer)
 
     return app
 
