@@ -32,7 +32,7 @@ async def result_reply(db: Database, task_id: str, order_ids: list[str]) -> dict
     """The `task.reply` event's data presenting these orders' assets. Raises LookupError
     when an order of the task has no asset (the workflow presents only collected ones)."""
     async with db.session() as s:
-        language = await s.scalar(select(Task.language).where(Task.id == task_id))
+        head = (await s.execute(select(Task.language, Task.turn).where(Task.id == task_id))).first()
         rows = (
             await s.execute(
                 select(GenerationOrder.id, GenerationOrder.kind, GenerationOrder.object_id)
@@ -40,13 +40,16 @@ async def result_reply(db: Database, task_id: str, order_ids: list[str]) -> dict
                 .order_by(GenerationOrder.created_at, GenerationOrder.id)
             )
         ).all()
-    if language is None or len(rows) != len(set(order_ids)) or any(r[2] is None for r in rows):
+    if head is None or len(rows) != len(set(order_ids)) or any(r[2] is None for r in rows):
         raise LookupError(f"task {task_id}: no asset to present for {order_ids}")
     kinds = [str(r[1]) for r in rows]
     objects = [str(r[2]) for r in rows]
     return {
         "task_id": task_id,
-        "text": result_text(kinds, objects, str(language)),
+        "text": result_text(kinds, objects, str(head.language)),
+        # The turn it ends; step 0: the runtime's reply, not a model step's.
+        "turn": int(head.turn),
+        "step": 0,
         "object_ids": objects,
         "by": "runtime",
     }
