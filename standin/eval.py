@@ -1,6 +1,6 @@
 """Held-out accuracy of the intent recogniser, per intent and per language.
 
-    python -m standin.eval tests/data/heldout_intents.jsonl
+python -m standin.eval tests/data/heldout_intents.jsonl
 """
 
 from __future__ import annotations

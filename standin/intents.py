@@ -5,7 +5,11 @@ A softmax classifier over the embeddings is fitted, at load, on the labelled exa
 `standin/examples/intents.jsonl`: in 5-fold cross-validation on those examples it beat
 nearest-neighbour voting (92 % against 84 %), because it learns which directions of the
 space tell intents apart rather than which topic a request shares with an example. Below
-`P_MIN` the answer is "unsure" (chosen on the same cross-validation). The examples are the
+`P_MIN` the answer is "unsure" (chosen on the same cross-validation), and so it is for a
+message farther than `NEAR_MIN` from every example: the classifier would still pick an
+intent for gibberish, the distance says nobody asked anything like it. Every example's
+nearest other example is at 0.37 or closer; new requests sit farther out than examples
+among themselves, so the floor is set well below that. The examples are the
 recogniser's only knowledge; tests/data/heldout_intents.jsonl measures it and is never
 added here.
 """
@@ -36,6 +40,7 @@ INTENTS = (
 MEDIA = ("image", "video", "audio", "3d")
 EXAMPLES = Path(__file__).parent / "examples" / "intents.jsonl"
 P_MIN = 0.35
+NEAR_MIN = 0.3
 # Full-batch gradient descent from zero: deterministic, ~0.3 s for a few hundred examples.
 _L2, _EPOCHS, _RATE = 1e-4, 1000, 4.0
 
@@ -46,6 +51,7 @@ class Recognition:
     best: str  # the likeliest intent even when unsure
     score: float  # its probability
     scores: dict[str, float]
+    nearest: float = 1.0  # cosine to the closest labelled example
 
     def medium(self) -> str:
         """The medium the request is closest to (for multi-part work and changes too)."""
@@ -57,11 +63,12 @@ def load_examples(path: Path = EXAMPLES) -> list[tuple[str, str]]:
     return [(str(r["text"]), str(r["intent"])) for r in rows]
 
 
-def decide(scores: dict[str, float]) -> Recognition:
-    """The decision over per-intent probabilities (pure, so the threshold is testable)."""
+def decide(scores: dict[str, float], nearest: float = 1.0) -> Recognition:
+    """The decision over per-intent probabilities and the distance to the closest example
+    (pure, so the thresholds are testable alone)."""
     best = max(scores, key=lambda i: scores[i])
-    sure = scores[best] >= P_MIN
-    return Recognition(best if sure else None, best, scores[best], scores)
+    sure = scores[best] >= P_MIN and nearest >= NEAR_MIN
+    return Recognition(best if sure else None, best, scores[best], scores, nearest)
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
@@ -87,17 +94,15 @@ class Recogniser:
 
     def __init__(self, embedder: Embedder, examples: list[tuple[str, str]]) -> None:
         self._embedder = embedder
-        vectors = np.array(embedder.embed([text for text, _ in examples]))
+        self._vectors = np.array(embedder.embed([text for text, _ in examples]))
         labels = np.array([INTENTS.index(intent) for _, intent in examples])
-        self._w, self._b = fit(vectors, labels)
-
-    def scores(self, text: str) -> dict[str, float]:
-        vec = np.array(self._embedder.embed([text])[0])
-        probs = _softmax(vec @ self._w + self._b)
-        return {i: float(p) for i, p in zip(INTENTS, probs, strict=True)}
+        self._w, self._b = fit(self._vectors, labels)
 
     def recognise(self, text: str) -> Recognition:
-        return decide(self.scores(" ".join(text.split()) or "."))
+        vec = np.array(self._embedder.embed([" ".join(text.split()) or "."])[0])
+        probs = _softmax(vec @ self._w + self._b)
+        scores = {i: float(p) for i, p in zip(INTENTS, probs, strict=True)}
+        return decide(scores, float((self._vectors @ vec).max()))
 
 
 _shared: Recogniser | None = None

@@ -15,6 +15,7 @@ from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usag
 from routing.prompt import DUPLICATE_CHECK, MARK
 from routing.text import FILLER, content_terms, detect_language
 from standin.intents import MEDIA, Recognition, recognise
+from standin.replies import say
 
 _TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
 _AGE = re.compile(r"active (\d+)([mhd]) ago")
@@ -156,43 +157,12 @@ def route(request: ModelRequest) -> ModelResponse:
     return _respond(request, payload)
 
 
-_SAY = {
-    "remember": (
-        "Noted. What I keep from it shows up in your memories.",
-        "Notiert. Was ich mir davon merke, erscheint in deinen Erinnerungen.",
-    ),
-    "other": (
-        "Happy to help. Tell me what to make: an image, a video, audio, a 3D model, or "
-        "multi-part work such as a poster series, a campaign or a children's book.",
-        "Gern. Sag mir, was ich machen soll: ein Bild, ein Video, Audio, ein 3D-Modell oder "
-        "etwas Mehrteiliges wie eine Plakatserie, eine Kampagne oder ein Kinderbuch.",
-    ),
-    "change": (
-        "There is no earlier work here to change yet. Tell me what to make first: an image, "
-        "a video, audio or a 3D model.",
-        "Hier gibt es noch nichts, was ich ändern könnte. Sag mir zuerst, was ich machen soll: "
-        "ein Bild, ein Video, Audio oder ein 3D-Modell.",
-    ),
-    "unsure": (
-        "I'm not sure what you'd like. I can make images, videos, audio and 3D models, plan "
-        "multi-part work (a series, a campaign, a book, a film), change earlier work, answer "
-        "questions about the models and prices, and remember or forget what you tell me. I "
-        "am the offline model; with ANTHROPIC_API_KEY set, a real model reads your messages.",
-        "Ich bin nicht sicher, was du möchtest. Ich kann Bilder, Videos, Audio und 3D-Modelle "
-        "machen, mehrteilige Arbeiten planen (eine Serie, eine Kampagne, ein Buch, einen "
-        "Film), frühere Arbeiten ändern, Fragen zu Modellen und Preisen beantworten und mir "
-        "Dinge merken oder vergessen. Ich bin das Offline-Modell; mit gesetztem "
-        "ANTHROPIC_API_KEY liest ein echtes Modell deine Nachrichten.",
-    ),
-}
-
-
 def main_answer(text: str, request: ModelRequest, lang: str, intent: str | None) -> str:
     """Main's own reply when no task takes the message."""
     if intent == "question":
         return capability_answer(text, request, lang)
-    key = intent if intent in _SAY else "unsure"
-    return _SAY[key][1 if lang == "de" else 0]
+    keys = {"remember": "remember", "other": "other", "change": "nothing_to_change"}
+    return say(keys.get(intent or "", "unsure"), lang)
 
 
 def capability_answer(text: str, request: ModelRequest, lang: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from routing.text import detect_language
 from standin.eval import evaluate, read_rows
-from standin.intents import INTENTS, P_MIN, decide, load_examples, recogniser
+from standin.intents import INTENTS, NEAR_MIN, P_MIN, decide, load_examples, recogniser
 
 HELDOUT = Path(__file__).parent / "data" / "heldout_intents.jsonl"
 
@@ -37,6 +37,8 @@ def test_unsure_below_the_threshold() -> None:
     assert decide(flat).intent is None
     peaked = {**flat, "image": P_MIN + 0.01}
     assert decide(peaked).intent == "image"
+    assert decide(peaked, nearest=NEAR_MIN - 0.01).intent is None
+    assert recogniser().recognise("The quarterly tax report is due on Friday").intent is None
 
 
 def test_the_recogniser_is_one_per_process() -> None:
