@@ -16,7 +16,10 @@ _NUMBERS = {
 }  # fmt: skip
 _NUMBER = r"(\d+|" + "|".join(_NUMBERS) + r")"
 _DURATION = re.compile(_NUMBER + r"[\s-]*(?:seconds?|secs?|s\b|sekunden?)", re.I)
-_COUNT = re.compile(r"(?<![:\d])" + _NUMBER + r"\s+(?!seconds?|sekunden?|minutes?|minuten?)([^\W\d_]{3,})", re.I)
+# "four posters": a number before a word, not inside a ratio ("9:16") and not a duration.
+_COUNT = re.compile(
+    r"(?<![:\d])" + _NUMBER + r"\s+(?!seconds?|sekunden?|minutes?|minuten?)([^\W\d_]{3,})", re.I
+)
 _FORMAT = re.compile(
     r"\b(\d+:\d+|square|quadratisch\w*|portrait|hochformat|landscape|querformat|"
     r"A[0-6]|png|jpe?g|svg|mp4|wav|mp3|obj|gif)\b",
