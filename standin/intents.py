@@ -17,6 +17,7 @@ added here.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ MEDIA = ("image", "video", "audio", "3d")
 EXAMPLES = Path(__file__).parent / "examples" / "intents.jsonl"
 P_MIN = 0.35
 NEAR_MIN = 0.3
+_IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|msg)_[0-9a-z]+\b")
 # Full-batch gradient descent from zero: deterministic, ~0.3 s for a few hundred examples.
 _L2, _EPOCHS, _RATE = 1e-4, 1000, 4.0
 
@@ -99,7 +101,9 @@ class Recogniser:
         self._w, self._b = fit(self._vectors, labels)
 
     def recognise(self, text: str) -> Recognition:
-        vec = np.array(self._embedder.embed([" ".join(text.split()) or "."])[0])
+        # Object and task ids carry no meaning for the embedder, only noise.
+        plain = " ".join(_IDS.sub(" ", text).split()) or "."
+        vec = np.array(self._embedder.embed([plain])[0])
         probs = _softmax(vec @ self._w + self._b)
         scores = {i: float(p) for i, p in zip(INTENTS, probs, strict=True)}
         return decide(scores, float((self._vectors @ vec).max()))
