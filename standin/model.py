@@ -1,9 +1,10 @@
-"""The offline stand-in model: deterministic rules that drive the real runtime without a key.
+"""The offline stand-in model: drives the real runtime without a key, deterministically.
 
 It reads only what a real model would read (the request), answers in the language of the
-person's own words, and uses the same tools as Claude would. Each purpose has its rules in
-a module beside this one (routing, extraction, summaries, the poster task, notes, the film);
-what it covers is listed in docs/architecture.md#processes.
+person's own words, and uses the same tools as Claude would. What a person wants comes from
+the intent recogniser (standin/intents.py, by meaning); each purpose has its module beside
+this one (routing, extraction, summaries, the poster task, notes, the film); what it covers
+is listed in docs/architecture.md#processes.
 """
 
 from __future__ import annotations
