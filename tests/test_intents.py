@@ -7,7 +7,16 @@ from pathlib import Path
 
 from routing.text import detect_language
 from standin.eval import evaluate, read_rows
-from standin.intents import INTENTS, NEAR_MIN, P_MIN, decide, load_examples, recogniser
+from standin.intents import (
+    INTENTS,
+    NEAR_MIN,
+    P_MIN,
+    Recogniser,
+    decide,
+    load_examples,
+    recogniser,
+)
+from vectors.embeddings import FakeEmbedder
 
 HELDOUT = Path(__file__).parent / "data" / "heldout_intents.jsonl"
 
@@ -43,3 +52,15 @@ def test_unsure_below_the_threshold() -> None:
 
 def test_the_recogniser_is_one_per_process() -> None:
     assert recogniser() is recogniser()
+
+
+def test_recogniser_takes_any_embedder_deterministically() -> None:
+    """The interface works over the hashing FakeEmbedder too: fitted on the examples, it
+    gives each training example back its own label (no model loads)."""
+    examples = load_examples()
+    fake = Recogniser(FakeEmbedder(dim=256), examples)
+    again = Recogniser(FakeEmbedder(dim=256), examples)
+    text = examples[0][0]
+    assert fake.recognise(text).scores == again.recognise(text).scores
+    right = sum(fake.recognise(t).best == i for t, i in examples)
+    assert right / len(examples) >= 0.9
