@@ -35,7 +35,6 @@ _OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 
 # With earlier work in the task, a message that reads even partly as a change is one.
 CHANGE_WITH_CONTEXT = 0.25
-_RECENT_ASSET = re.compile(r"recent asset (obj_[0-9a-z]+): (.*?) \(\d{4}-\d\d-\d\d\)")
 _SUCCEEDED = re.compile(r"generation succeeded: order \S+ → asset (obj_[0-9a-z]+)")
 _LIGHTWEIGHT = re.compile(r"^\[runtime\] task \S+ \(lightweight\)", re.MULTILINE)
 
@@ -145,18 +144,33 @@ def _lightweight(request: ModelRequest) -> bool:
     return any(_LIGHTWEIGHT.search(s.text) for s in request.system)
 
 
-def _tool_results(messages: list[Message]) -> list[ToolResultBlock]:
+def _tool_results(messages: list[Message]) -> list[dict[str, Any]]:
+    """The results of the model's last calls when the latest message brings them; the
+    runtime's own `load_tools` pairs (empty results that only load tools) are skipped."""
     last = messages[-1] if messages else None
-    return [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
+    if last is None or not any(isinstance(b, ToolResultBlock) for b in last.content):
+        return []
+    for i in range(len(messages) - 1, -1, -1):
+        uses = [
+            b for b in messages[i].content if isinstance(b, ToolUseBlock) and b.name != "load_tools"
+        ]
+        if messages[i].role == "assistant" and uses:
+            ids = {u.id for u in uses}
+            return [
+                _json(b.content)
+                for m in messages[i + 1 :]
+                for b in m.content
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in ids and b.content
+            ]
+    return []
 
 
 def _after_generation(
     request: ModelRequest, lang: str, runtime_notes: str, work: _Work
 ) -> ModelResponse | None:
     """The runtime's note that a generation ended: show the result by name, or say why not."""
-    if m := _SUCCEEDED.search(runtime_notes):
-        names = dict(_RECENT_ASSET.findall(runtime_notes))
-        return _text(ready(work.kind, lang, work_name(names.get(m.group(1), work.name))), request)
+    if _SUCCEEDED.search(runtime_notes):
+        return _text(ready(work.kind, lang, work.name), request)
     if (i := runtime_notes.find("generation failed")) >= 0:
         why = runtime_notes[i:].split(":", 2)[-1].split("\n")[0].strip()
         reason = _OBJECT_ID.sub("", why).strip(" .") or "—"
@@ -166,10 +180,9 @@ def _after_generation(
 
 
 def _after_tools(
-    request: ModelRequest, lang: str, results: list[ToolResultBlock], work: _Work
+    request: ModelRequest, lang: str, values: list[dict[str, Any]], work: _Work
 ) -> ModelResponse:
     """The answer to the generation calls' results, saying what exists and what does not."""
-    values = [_json(r.content) for r in results]
     kind = kind_word(work.kind, lang)
     if all("error" in v for v in values):
         reason = _OBJECT_ID.sub("", str(values[0]["error"])).strip()

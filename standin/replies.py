@@ -98,4 +98,6 @@ def ready(kind: str, lang: str, name: str) -> str:
     """The reply once a piece exists, naming it (the app links the object itself)."""
     en, de = _READY.get(kind, _READY["image"])
     head = de if lang == "de" else en
-    return f"{head}: {name}." if name else f"{head}."
+    if not name:
+        return f"{head}."
+    return f"{head} für „{name}“." if lang == "de" else f"{head} for “{name}”."

@@ -116,7 +116,10 @@ async def test_first_reply_says_what_is_being_made_not_done() -> None:
     ask = TextBlock(text="Draw a fox sitting in the snow")
     use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
     result = ToolResultBlock("toolu_1", '{"status": "submitted", "order_id": "ord_0001abc"}')
-    resp = await OfflineModel().complete(_task([ask], [use], [result]))
+    # The runtime then loads the domain of the tool called: its own call, an empty result.
+    load = ToolUseBlock(id="toolu_load", name="load_tools", input={"domain": "generation"})
+    loaded = ToolResultBlock("toolu_load", "", tool_refs=["generate_image"])
+    resp = await OfflineModel().complete(_task([ask], [use], [result], [load], [loaded]))
     said = _said(resp)
     assert "Done" not in said and not RAW_ID.search(said)
     assert "making the image" in said and "Draw a fox sitting in the snow" in said
@@ -142,7 +145,7 @@ async def test_the_finished_piece_is_named_without_ids() -> None:
         "[runtime] recent asset obj_0001fox: image of a fox sitting in the snow (2026-12-05)"
     )
     said = _said(await OfflineModel().complete(_task([ask], [use], [note])))
-    assert said == "Here is your image: image of a fox sitting in the snow."
+    assert said == "Here is your image for “Draw a fox sitting in the snow”."
 
 
 async def test_change_after_a_picture_applies_to_that_picture() -> None:
