@@ -30,13 +30,14 @@ _COLOUR = re.compile(
     r"pastel|rot|blau|grün|gelb|lila|rosa|schwarz|weiß|grau|braun|türkis|golden)\w*",
     re.I,
 )
+_NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+\S")  # "1. A lighthouse at dawn. 2. Gulls"
 _OBJECT = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 _NAME_LIMIT = 60
 
 
 @dataclass
 class Requested:
-    count: int | None = None  # pieces asked for ("four posters"), not durations
+    count: int | None = None  # pieces asked for ("four posters", a numbered list)
     duration_s: int | None = None
     formats: list[str] = field(default_factory=list)
     colours: list[str] = field(default_factory=list)
@@ -52,6 +53,9 @@ def requested(text: str) -> Requested:
     if m := _DURATION.search(text):
         out.duration_s = _number(m.group(1))
     counts = [_number(m.group(1)) for m in _COUNT.finditer(text) if _number(m.group(1)) > 1]
+    numbered = len(_NUMBERED.findall(text))
+    if numbered > 1:
+        counts.append(numbered)
     out.count = max(counts) if counts else None
     out.formats = list(dict.fromkeys(m.group(1) for m in _FORMAT.finditer(text)))
     out.colours = list(dict.fromkeys(m.group(0).lower() for m in _COLOUR.finditer(text)))

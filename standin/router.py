@@ -16,6 +16,7 @@ from routing.prompt import DUPLICATE_CHECK, MARK
 from routing.text import FILLER, content_terms, detect_language
 from standin.intents import MEDIA, Recognition, recognise
 from standin.replies import say
+from standin.requested import requested
 
 _TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
 _AGE = re.compile(r"active (\d+)([mhd]) ago")
@@ -118,7 +119,10 @@ def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str,
     ties = [c for c in cands if best and overlap[c.task_id] == best]
     change = rec.scores["change"] if rec else 0.0
     followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
-    multipart = rec is not None and rec.scores["multipart"] >= MULTIPART_TOO
+    # A request that names several pieces ("four posters", a numbered storyboard) is
+    # multi-part work whatever medium it reads as.
+    several = (requested(text).count or 0) > 1 and intent in (*MEDIA, "multipart")
+    multipart = several or (rec is not None and rec.scores["multipart"] >= MULTIPART_TOO)
     named = best >= 2 and (deictic or intent is None)
     if intent in ("question", "remember", "other", None) and not named:
         return {"decision": "answer", "reason": f"main answers ({intent or 'unsure'})"}

@@ -68,6 +68,8 @@ def _calls(resp: ModelResponse) -> list[ToolUseBlock]:
         ("Vergiss, dass unsere Markenfarbe Blau ist", "lightweight"),
         ("Remember that I prefer pastel colours", "answer"),
         ("Hallo!", "answer"),
+        ("Make three pictures of our shop: the door, the counter, the garden", "new"),
+        ("Make a film from this: 1. A boat at dawn. 2. Gulls. 3. Rain at night.", "new"),
     ],
 )
 async def test_route_follows_the_recognised_intent(text: str, decision: str) -> None:
@@ -210,3 +212,5 @@ def test_extraction_names_counts_durations_formats_colours() -> None:
     assert got.colours == ["teal", "orange"]
     assert requested("Ein Video, zehn Sekunden lang").duration_s == 10
     assert requested("add it to my notes obj_12ab").name == "add it to my notes"
+    assert requested("Film: 1. A boat. 2. Gulls. 3. Rain.").count == 3
+    assert requested("A 10-second clip, five seconds of it slow").count is None
