@@ -14,7 +14,7 @@ _NUMBERS = {
     "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9, "zehn": 10,
     "zwölf": 12, "dreißig": 30, "thirty": 30, "twenty": 20, "zwanzig": 20,
 }  # fmt: skip
-_NUMBER = r"(\d+|" + "|".join(_NUMBERS) + r")"
+_NUMBER = r"\b(\d+|" + "|".join(_NUMBERS) + r")\b"
 _DURATION = re.compile(_NUMBER + r"[\s-]*(?:seconds?|secs?|s\b|sekunden?)", re.I)
 # "four posters": a number before a word, not inside a ratio ("9:16") and not a duration.
 _COUNT = re.compile(

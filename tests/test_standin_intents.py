@@ -214,3 +214,4 @@ def test_extraction_names_counts_durations_formats_colours() -> None:
     assert requested("add it to my notes obj_12ab").name == "add it to my notes"
     assert requested("Film: 1. A boat. 2. Gulls. 3. Rain.").count == 3
     assert requested("A 10-second clip, five seconds of it slow").count is None
+    assert requested("Generiere ein Bild einer roten Tigerkatze").count is None  # not "ten"
