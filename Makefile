@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser up test lint typecheck pytest scenarios intents-eval clean
+.PHONY: install browser agui-client up test lint typecheck pytest scenarios intents-eval clean
 
 $(PY):
 	python3 -m venv .venv
@@ -22,6 +22,12 @@ install: $(STAMP)
 browser:
 	@test -x /usr/bin/chromium || { apt-get update -q && apt-get install -y -q chromium; }
 
+# The official AG-UI client from npm, for the AG-UI endpoint's tests (pinned in its lock).
+AGUI_CLIENT := tests/agui_client/node_modules/.package-lock.json
+$(AGUI_CLIENT): tests/agui_client/package-lock.json
+	cd tests/agui_client && npm ci --no-audit --no-fund --loglevel=error
+agui-client: $(AGUI_CLIENT)
+
 up: install
 	.venv/bin/lomo up
 
@@ -33,7 +39,7 @@ lint: install
 typecheck: install
 	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
 
-pytest: install browser
+pytest: install browser agui-client
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest

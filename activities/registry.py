@@ -14,6 +14,7 @@ from activities.memory import MemoryActivities
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
+from llm.streaming import Paced
 from llm.types import ModelProvider
 from lomo.db.engine import Database
 from lomo.errors import ConfigError
@@ -42,6 +43,9 @@ class ProviderSettings(Protocol):
     @property
     def anthropic_base_url(self) -> str | None: ...
 
+    @property
+    def offline_stream_chars_per_second(self) -> float: ...
+
 
 def build_provider(settings: ProviderSettings) -> ModelProvider:
     """AnthropicProvider when settings ask for Anthropic, else the offline stand-in model."""
@@ -58,7 +62,8 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
         )
     from standin.model import OfflineModel
 
-    return OfflineModel()
+    pace = settings.offline_stream_chars_per_second
+    return Paced(OfflineModel(), pace) if pace > 0 else OfflineModel()
 
 
 def build_tools(deps: ToolDeps) -> dict[str, Tool]:

@@ -31,6 +31,7 @@ from activities.types import (
 from context.build import BuiltContext, build_context
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
+from journal.drafts import DraftKey, ReplyDraft
 from journal.running import ShowRunning
 from journal.statements import FINAL_CALL
 from journal.store import StepStore
@@ -43,6 +44,7 @@ from journal.types import (
     StepRecord,
     TurnFacts,
 )
+from llm.streaming import complete_streaming
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.cards import create_card
@@ -88,9 +90,10 @@ class RuntimeActivities:
         built = build_context(loaded.data, self.tools, self.policy, recalled)
         running = _running(inp)
         show = ShowRunning(self.store, running, at, self.deps.settings.running_event_seconds)
+        draft = ReplyDraft(self.db, _draft_key(inp), self.deps.settings.stream_flush_seconds)
         try:
             async with heartbeating():
-                resp = await self.provider.complete(built.request)
+                resp = await complete_streaming(self.provider, built.request, draft.add)
         except BaseException:
             show.cancel()
             raise
@@ -285,6 +288,11 @@ def _running(inp: StepInput) -> StatusChange | None:
     if inp.status is None:
         return None
     return StatusChange(**{**asdict(inp.status), "only_before_turn": inp.turn})
+
+
+def _draft_key(inp: StepInput) -> DraftKey:
+    attempt = activity.info().attempt  # a retry's partial text replaces the last one's
+    return DraftKey(inp.user_id, inp.task_id, inp.turn, inp.step, attempt)
 
 
 def _record(

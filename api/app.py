@@ -18,6 +18,7 @@ from api.dispatch import TemporalGetter
 from api.limits import DEFAULT_BODY, BodyLimit, body_limit
 from api.ratelimit import RateLimit, StreamSlots
 from api.routes import (
+    agui,
     budget,
     callbacks,
     cards,
@@ -126,6 +127,7 @@ def create_app(
         session,
         budget,
         memory_routes,
+        agui,
     ):
         app.include_router(r.router)
     app.add_middleware(

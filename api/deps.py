@@ -17,7 +17,7 @@ from api.services.card_effects import HandoffState
 from lomo.auth import principal_for_token
 from lomo.db.engine import Database
 from lomo.db.models import User
-from lomo.errors import Unauthorized
+from lomo.errors import Forbidden, Unauthorized
 from lomo.settings import Settings
 from workspace.store import BlobStore
 
@@ -91,6 +91,17 @@ async def current_channel(request: Request, _: Annotated[User, Depends(current_u
     return channel
 
 
+async def app_user(
+    user: Annotated[User, Depends(current_user)],
+    channel: Annotated[str, Depends(current_channel)],
+) -> User:
+    """The person in their own app, not a program holding one of their API tokens: money
+    settings, approvals, tokens and irreversible confirmations need this channel."""
+    if channel != "app":
+        raise Forbidden("this needs the person's app session; an API token cannot do it")
+    return user
+
+
 async def require_admin(
     settings: Annotated[Settings, Depends(get_settings)],
     authorization: Annotated[str | None, Header()] = None,
@@ -116,6 +127,7 @@ TemporalDep = Annotated[Client, Depends(get_temporal)]
 TemporalGetterDep = Annotated[TemporalGetter, Depends(get_temporal_getter)]
 CurrentUser = Annotated[User, Depends(current_user)]
 ChannelDep = Annotated[str, Depends(current_channel)]
+AppUser = Annotated[User, Depends(app_user)]
 AssetsDep = Annotated[BlobStore, Depends(get_assets)]
 StreamsDep = Annotated[StreamSlots, Depends(get_streams)]
 HandoffDep = Annotated[HandoffState, Depends(get_handoff_state)]

@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 
 from lomo.errors import (
     Conflict,
+    Forbidden,
     InvalidInput,
     LomoError,
     NotFound,
@@ -26,6 +27,7 @@ STATUS = {
     Conflict: 409,
     InvalidInput: 400,
     Unauthorized: 401,
+    Forbidden: 403,
     RateLimited: 429,
 }
 

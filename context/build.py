@@ -8,14 +8,16 @@ Layers, in the order the API reads them (tools, system, messages), with cache br
                     lines (id, kind, language, goal, briefing), cached with what follows
   segment_summaries the opening request verbatim, then one summary per closed segment with
                     the profile additions of its steps, appended, never rewritten
-                    (breakpoint 3); then the runtime's loads of the domains carried over
+                    (breakpoint 3); then the runtime's loads of the domains and the
+                    creative guides carried over
   recent_messages   the steps of the open segments verbatim, with domain loads (tool
-                    references the API expands in place) and profile additions where they
-                    happened (breakpoint 4 after the last)
+                    references the API expands in place), guide loads and profile additions
+                    where they happened (breakpoint 4 after the last)
   dynamic_tail      the turn (at a turn's first step), checklist, cards, jobs, notices,
                     retrieved memories; nothing at all when none of these is there
-A domain load or a profile addition appends; a segment close appends its summary and
-rewrites only the verbatim steps after it, which is where unused domains are unloaded. Each
+A domain or guide load or a profile addition appends; a segment close appends its summary
+and rewrites only the verbatim steps after it, which is where unused domains and guides are
+unloaded. Each
 step records fingerprints of these parts, why the bytes before the history changed (a
 profile correction, new tool definitions) and what was appended, so an unexplained change
 is visible.
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from context.guides import GUIDES, carried_guides, guide_block, guides_text, with_domains
 from context.prefix import ProfileLayout, compare_prefix, profile_layout, sha
 from context.segments import ContextPolicy, step_line
 from context.tail import dynamic_tail, task_header, visible_result
@@ -162,10 +165,15 @@ def build_context(
     h = _arrange(data, policy)
     conv = _Conversation()
     carried = _carried_domains(h, tools)
+    kept_guides = _carried_guides(h, carried) if "load_guide" in tools else []
     summary_texts, summaries_sha = _summaries(conv, h)
     if carried:  # the runtime keeps them loaded: one load per carried domain
         conv.load([f"toolu_keep_{h.closed}_{d}" for d in carried], carried, tools)
-    visible = _recent_steps(conv, h, tools, list(carried))
+    if kept_guides:  # after the carried loads: the summaries' breakpoint stays where it was
+        conv.add("user", [TextBlock(text=guide_block(GUIDES[n])) for n in kept_guides])
+    seen = _Visible(list(carried), list(kept_guides))
+    _recent_steps(conv, h, tools, seen)
+    visible = seen.domains
     history = [b for m in conv.messages for b in m.content]
     # The steps after the summaries (the opening and summaries are their own layer).
     recent_text = "\n".join(_render(m) for m in conv.messages[1 if h.closed else 0 :])
@@ -174,6 +182,8 @@ def build_context(
     tail, reported_now = _tail(conv, data, recalled or Recalled())
     specs = request_tools(tools)
     rules = SYSTEM_RULES + "\n" + tools_text(tools)
+    if "load_guide" in tools:
+        rules += "\n" + guides_text(GUIDES)
     header = task_header(data.task)
     request = ModelRequest(
         system=_system(rules, h.profile.base_text, header),
@@ -194,6 +204,10 @@ def build_context(
         "history_sha": sha(history_dicts),
         "domains": visible,
         "carried": carried,
+        "guides": seen.guides,
+        "carried_guides": kept_guides,
+        "guide_tokens": {n: estimate_tokens(GUIDES[n].text) for n in seen.guides if n in GUIDES},
+        "closed": h.closed,
         "profile_version": data.profile.version,
         "profile_state": h.profile.state,
         "core_tool_tokens": estimate_tokens(json.dumps(core)),
@@ -218,17 +232,41 @@ def build_context(
     return BuiltContext(request, layers, reported_now, prefix, names, len(data.steps))
 
 
-def _carried_domains(h: _History, tools: Tools) -> list[str]:
-    """Domains carried over the compression boundary: those used in the segment that closed
-    or in the steps still verbatim when it closed (fixed until the next close); a domain
-    not used there is unloaded, its tool definitions leave the context with its load."""
-    if not h.closed:
-        return []
+def _window_calls(h: _History) -> list[CallRow]:
+    """The calls of the segment that closed last and of the steps still verbatim when it
+    closed (fixed until the next close): what decides which loads cross the boundary."""
     size = h.policy.segment_steps
     window = h.kept(h.data.steps[h.boundary - size : h.boundary + h.policy.recent_steps])
-    used = [c for st in window for c in h.by_step.get((st.turn, st.step), [])]
+    return [c for st in window for c in h.by_step.get((st.turn, st.step), [])]
+
+
+def _carried_domains(h: _History, tools: Tools) -> list[str]:
+    """Domains carried over the compression boundary: those used in the window
+    (`_window_calls`); a domain not used there is unloaded, its tool definitions leave the
+    context with its load."""
+    if not h.closed:
+        return []
     rank = {d: i for i, d in enumerate(DOMAINS)}
-    return sorted(loaded_domains(used, tools), key=lambda d: (rank.get(d, len(rank)), d))
+    used = loaded_domains(_window_calls(h), tools)
+    return sorted(used, key=lambda d: (rank.get(d, len(rank)), d))
+
+
+def _carried_guides(h: _History, domains: list[str]) -> list[str]:
+    """Guides carried over the boundary: decided at the step that closed it (from the guides
+    it could see then) and kept as they are until the next close, so no byte moves."""
+    if not h.closed:
+        return []
+    prev = h.data.prev_prefix or {}
+    if prev.get("closed") == h.closed and "carried_guides" in prev:
+        return [n for n in prev["carried_guides"] if n in GUIDES]
+    read = [n for c in _window_calls(h) for n in _guides_loaded(c)]
+    return carried_guides(GUIDES, read, prev.get("guides", []), domains)
+
+
+def _guides_loaded(call: CallRow | None) -> list[str]:
+    if call is None or call.name != "load_guide" or call.status != "done" or not call.result:
+        return []
+    return [str(n) for n in call.result.get("loaded", []) if str(n) in GUIDES]
 
 
 def _summaries(conv: _Conversation, h: _History) -> tuple[list[str], str]:
@@ -261,9 +299,17 @@ def _summaries(conv: _Conversation, h: _History) -> tuple[list[str], str]:
     return texts, sha([_fields(b) for b in conv.messages[0].content])
 
 
-def _recent_steps(conv: _Conversation, h: _History, tools: Tools, visible: list[str]) -> list[str]:
-    """The steps of the open segments verbatim, with domain loads and profile additions
-    where they happened, then this step's new messages. Returns the visible domains."""
+@dataclass
+class _Visible:
+    """What the history has loaded so far: tool domains and guides, in load order."""
+
+    domains: list[str]
+    guides: list[str]
+
+
+def _recent_steps(conv: _Conversation, h: _History, tools: Tools, seen: _Visible) -> None:
+    """The steps of the open segments verbatim, with domain and guide loads and profile
+    additions where they happened, then this step's new messages."""
     for i, s in enumerate(h.data.steps[h.boundary :], start=h.boundary):
         for at, t in h.profile.notes:
             if at == i:
@@ -272,28 +318,30 @@ def _recent_steps(conv: _Conversation, h: _History, tools: Tools, visible: list[
             continue
         for m in h.msgs_at.get((s.turn, s.step), []):
             conv.add("user", [TextBlock(text=m.text)])
-        _step(conv, h, s, tools, visible)
+        _step(conv, h, s, tools, seen)
     for at, t in h.profile.notes:
         if at == len(h.data.steps):
             conv.add("user", [TextBlock(text=t)])
     for mid in h.data.message_ids:
         if mid in h.data.messages:
             conv.add("user", [TextBlock(text=h.data.messages[mid].text)])
-    return visible
 
 
-def _step(conv: _Conversation, h: _History, s: StepRow, tools: Tools, visible: list[str]) -> None:
-    """One stored step: its response, its calls' results, and the loads of domains whose
-    tools it called unloaded (loaded from then on)."""
+def _step(conv: _Conversation, h: _History, s: StepRow, tools: Tools, seen: _Visible) -> None:
+    """One stored step: its response, its calls' results, the loads of domains whose tools
+    it called unloaded (loaded from then on), and the guides a domain load brings along."""
     resp = ModelResponse.from_dict(body(s))
     conv.add("assistant", list(resp.content))
     results: list[Block] = []
     implicit: list[str] = []
+    fresh: list[str] = []
     for tu in resp.tool_uses:
         call = h.calls.get(tu.id)
         shown = visible_result(call.result) if call and call.result else {"status": "missing"}
-        new = [d for d in (loaded_domains([call], tools) if call else []) if d not in visible]
-        visible.extend(new)
+        seen.guides.extend(n for n in _guides_loaded(call) if n not in seen.guides)
+        new = [d for d in (loaded_domains([call], tools) if call else []) if d not in seen.domains]
+        seen.domains.extend(new)
+        fresh.extend(new)
         if tu.name == "load_tools" and new:
             refs = [n for d in new for n in domain_tool_names(tools, d)]
             results.append(ToolResultBlock(tool_use_id=tu.id, content="", tool_refs=refs))
@@ -305,6 +353,10 @@ def _step(conv: _Conversation, h: _History, s: StepRow, tools: Tools, visible: l
     if implicit:
         ids = [f"toolu_load_{s.turn}_{s.step}_{d}" for d in implicit]
         conv.load(ids, implicit, tools)
+    brought = [n for n in with_domains(GUIDES, fresh) if n not in seen.guides]
+    if brought and "load_guide" in tools:
+        conv.add("user", [TextBlock(text=guide_block(GUIDES[n])) for n in brought])
+        seen.guides.extend(brought)
 
 
 def _tail(conv: _Conversation, data: StepData, recalled: Recalled) -> tuple[str, list[str]]:

@@ -26,7 +26,7 @@ def compare_prefix(
     """Which layers repeat the previous step's bytes (what the prompt cache can serve), and
     why the stable prefix changed. Sets now["changes"] (reasons the bytes before the
     history changed; empty: unchanged) and now["events"] (what was appended or dropped
-    without touching them: domain loads and unloads, profile additions)."""
+    without touching them: domain and guide loads and unloads, profile additions)."""
     now["changes"] = []
     now["events"] = []
     if prev is None:
@@ -47,6 +47,13 @@ def compare_prefix(
         now["events"].append("domain load: " + ", ".join(added))
     if dropped:
         now["events"].append("domain unload: " + ", ".join(dropped))
+    had = prev.get("guides", [])
+    loaded = [g for g in now.get("guides", []) if g not in had]
+    unloaded = [g for g in had if g not in now.get("guides", [])]
+    if loaded:
+        now["events"].append("guide load: " + ", ".join(loaded))
+    if unloaded:
+        now["events"].append("guide unload: " + ", ".join(unloaded))
     if appended:
         now["events"].append(appended)
     if now["core_sha"] != prev.get("core_sha"):

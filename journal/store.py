@@ -325,7 +325,7 @@ def _step_writes(rec: StepRecord) -> list[Query]:
         values = {"p_id": c.call_id, "p_use": c.tool_use_id, "p_name": c.name, "p_input": c.input}
         writes.append(Query(st.PLAN_CALL, {**values, "p_task": rec.task_id, "p_at": rec.at}))
     if rec.reply:
-        reply = {"task_id": rec.task_id, "text": rec.reply}
+        reply = {"task_id": rec.task_id, "text": rec.reply, "turn": rec.turn, "step": rec.step}
         writes += event_queries(rec.user_id, "task.reply", reply, rec.at)
     # Which memory versions this output drew on: forgetting one excludes it.
     writes += usage_queries(rec.task_id, rec.turn, rec.step, rec.memory_versions, rec.at)

@@ -7,10 +7,13 @@ second retry layer would multiply attempts and hide failures from the workflow h
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast, get_args
 
 import anthropic
 
+from llm.streaming import TextSink
 from llm.types import (
     Block,
     Message,
@@ -142,6 +145,27 @@ def response_from_message(message: Any) -> ModelResponse:
     )
 
 
+@contextmanager
+def _model_errors() -> Iterator[None]:
+    """The SDK's errors as ModelError, marked retryable where a second attempt can help."""
+    try:
+        yield
+    except anthropic.APIStatusError as exc:
+        raise ModelError(
+            f"anthropic returned HTTP {exc.status_code}: {exc.message}",
+            status_code=exc.status_code,
+            retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
+        ) from exc
+    except anthropic.APIConnectionError as exc:
+        raise ModelError(
+            f"cannot reach anthropic: {exc.message}", status_code=None, retryable=True
+        ) from exc
+    except anthropic.APIError as exc:
+        raise ModelError(
+            f"anthropic call failed: {exc.message}", status_code=None, retryable=False
+        ) from exc
+
+
 class AnthropicProvider:
     """ModelProvider backed by ``anthropic.AsyncAnthropic``."""
 
@@ -156,26 +180,30 @@ class AnthropicProvider:
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        kwargs = request_to_create_kwargs(request, self.model)
+        kwargs, headers = self._call(request)
+        with _model_errors():
+            message = await self._client.messages.create(**kwargs, extra_headers=headers)
+        return self._response(request, message)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """The same call through the SDK's streaming API: each text delta goes to
+        `on_text` as it arrives; the final message is the step's response."""
+        kwargs, headers = self._call(request)
+        with _model_errors():
+            async with self._client.messages.stream(**kwargs, extra_headers=headers) as s:
+                async for text in s.text_stream:
+                    await on_text(text)
+                message = await s.get_final_message()
+        return self._response(request, message)
+
+    def _call(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
         headers = {PURPOSE_HEADER: request.purpose}
         if any(t.deferred for t in request.tools):
             headers["anthropic-beta"] = DEFERRED_TOOLS_BETA
-        try:
-            message = await self._client.messages.create(**kwargs, extra_headers=headers)
-        except anthropic.APIStatusError as exc:
-            raise ModelError(
-                f"anthropic returned HTTP {exc.status_code}: {exc.message}",
-                status_code=exc.status_code,
-                retryable=exc.status_code in (408, 409, 429) or exc.status_code >= 500,
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ModelError(
-                f"cannot reach anthropic: {exc.message}", status_code=None, retryable=True
-            ) from exc
-        except anthropic.APIError as exc:
-            raise ModelError(
-                f"anthropic call failed: {exc.message}", status_code=None, retryable=False
-            ) from exc
+        return request_to_create_kwargs(request, self.model), headers
+
+    @staticmethod
+    def _response(request: ModelRequest, message: Any) -> ModelResponse:
         response = response_from_message(message)
         log.debug(
             "anthropic %s: stop=%s usage=%s", request.purpose, response.stop_reason, response.usage

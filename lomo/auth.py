@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from lomo import clock
 from lomo.db.models import ApiToken, User
-from lomo.errors import Unauthorized
+from lomo.errors import NotFound, Unauthorized
 from lomo.ids import new_id
 
 
@@ -40,14 +42,49 @@ async def principal_for_token(session: AsyncSession, token: str) -> tuple[User, 
     if user is not None:
         return user, "app"
     api = await session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
-    if api is not None and (owner := await session.get(User, api.user_id)) is not None:
-        return owner, "api"
-    raise Unauthorized("unknown or revoked token")
+    if api is not None and usable(api, clock.now()):
+        if (owner := await session.get(User, api.user_id)) is not None:
+            return owner, "api"
+    # One answer for unknown, revoked and expired: the caller learns nothing about a token
+    # that is not theirs to use.
+    raise Unauthorized("unknown, revoked or expired token")
 
 
-async def create_api_token(session: AsyncSession, user_id: str, name: str) -> tuple[str, str]:
+def usable(token: ApiToken, now: datetime) -> bool:
+    if token.revoked_at is not None:
+        return False
+    return token.expires_at is None or clock.utc(token.expires_at) > now
+
+
+async def create_api_token(
+    session: AsyncSession, user_id: str, name: str, lifetime: timedelta
+) -> tuple[ApiToken, str]:
+    """A new token row and the token itself, which is shown once and never stored."""
     token = f"lomo_api_{secrets.token_urlsafe(32)}"
-    row = ApiToken(id=new_id("tok"), user_id=user_id, name=name, token_hash=hash_token(token))
+    now = clock.now()
+    row = ApiToken(
+        id=new_id("tok"),
+        user_id=user_id,
+        name=name,
+        token_hash=hash_token(token),
+        created_at=now,
+        expires_at=now + lifetime,
+    )
     session.add(row)
     await session.flush()
-    return row.id, token
+    return row, token
+
+
+async def api_tokens(session: AsyncSession, user_id: str) -> list[ApiToken]:
+    q = select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.created_at)
+    return list(await session.scalars(q))
+
+
+async def revoke_api_token(session: AsyncSession, user_id: str, token_id: str) -> ApiToken:
+    """Revoked at once for every later request; revoking twice keeps the first time."""
+    row = await session.get(ApiToken, token_id, with_for_update=True)
+    if row is None or row.user_id != user_id:
+        raise NotFound(f"no token {token_id}")
+    if row.revoked_at is None:
+        row.revoked_at = clock.now()
+    return row

@@ -27,3 +27,8 @@ def offset() -> timedelta:
 
 def now() -> datetime:
     return datetime.now(UTC) + offset()
+
+
+def utc(at: datetime) -> datetime:
+    """A stored time as UTC: SQLite hands timezone-aware columns back naive."""
+    return at if at.tzinfo else at.replace(tzinfo=UTC)

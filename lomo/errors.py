@@ -7,7 +7,8 @@
     ├── InvalidInput               input the domain refuses (API answers 400/422)
     │   ├── TooLarge               a body or upload over its size limit (413)
     │   └── UnsupportedMediaType   an upload of a media type not on the list (415)
-    ├── Unauthorized               missing or bad credentials
+    ├── Unauthorized               missing, bad, revoked or expired credentials
+    ├── Forbidden                  valid credentials of a channel that may not do this
     ├── RateLimited                over a rate or connection limit (429, Retry-After)
     └── ModelError                 the model provider failed or answered nonsense
         └── ModelOutputError       the model's output cannot be used (non-retryable)
@@ -55,6 +56,10 @@ class UnsupportedMediaType(InvalidInput):
 
 class Unauthorized(LomoError):
     code = "unauthorized"
+
+
+class Forbidden(LomoError):
+    code = "forbidden"
 
 
 class RateLimited(LomoError):

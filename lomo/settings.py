@@ -102,6 +102,12 @@ class Settings(BaseSettings):
     # A turn's `running` status (and its event) is written once the model has thought this
     # long, or with its answer if that comes first (journal/running.py).
     running_event_seconds: float = Field(default=0.25, ge=0)
+    # A step's streamed reply reaches the event log in pieces at most this often
+    # (`reply.delta` events; journal/drafts.py).
+    stream_flush_seconds: float = Field(default=0.15, ge=0)
+    # The offline model answers whole; its text is streamed at this reading pace
+    # (characters per second; 0 sends it whole, with no deltas).
+    offline_stream_chars_per_second: float = Field(default=150.0, ge=0)
     flow_max_parallel: int = 4  # nodes of one flow run executing at once
     # Registers probe tools that tests use to kill workers mid-call; never in production.
     test_tools: bool = False

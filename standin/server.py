@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from llm.anthropic_provider import PURPOSE_HEADER
 from llm.types import (
@@ -36,6 +36,7 @@ from llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
+from standin.sse import sse_frames
 
 log = logging.getLogger(__name__)
 
@@ -343,8 +344,8 @@ def create_standin_app(responder: Responder) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.post("/v1/messages")
-    async def messages(request: Request) -> JSONResponse:
+    @app.post("/v1/messages", response_model=None)
+    async def messages(request: Request) -> JSONResponse | StreamingResponse:
         try:
             body = await request.json()
         except ValueError:
@@ -353,8 +354,6 @@ def create_standin_app(responder: Responder) -> FastAPI:
         app.state.betas.append(request.headers.get("anthropic-beta", ""))
         if not request.headers.get("x-api-key"):
             return _error(401, "authentication_error", "x-api-key header is required")
-        if isinstance(body, dict) and body.get("stream"):
-            return _error(400, "invalid_request_error", "streaming is not supported here")
         try:
             model_request = model_request_from_body(body, request.headers.get(PURPOSE_HEADER))
             check_cache_markup(body)
@@ -367,7 +366,10 @@ def create_standin_app(responder: Responder) -> FastAPI:
             log.exception("stand-in responder failed")
             return _error(500, "api_error", f"responder failed: {type(exc).__name__}: {exc}")
         usage = account_cache(app.state.prompt_cache, body, app.state.min_cache_tokens)
-        return JSONResponse(content=message_body(response, model, usage))
+        answer = message_body(response, model, usage)
+        if body.get("stream"):
+            return StreamingResponse(sse_frames(answer), media_type="text/event-stream")
+        return JSONResponse(content=answer)
 
     return app
 

@@ -16,6 +16,8 @@ from pathlib import Path
 # this process here, and OpenBLAS's fork handler hung the simulator's ffmpeg spawn while a
 # vector search ran on another thread.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The offline model's replies arrive whole in the suite; the streaming tests pace them.
+os.environ.setdefault("LOMO_OFFLINE_STREAM_CHARS_PER_SECOND", "0")
 
 import psycopg
 import pytest

@@ -20,7 +20,9 @@ from lomo.settings import Settings
 # took a port a test had just chosen for the api (CI saw the dev server's 404 instead of
 # the app). Each xdist worker owns its own slice, walked in order, so no two test
 # processes ever hand out the same port either.
-_PORT_BASE, _PORT_SLICE = 20_000, 1_500
+# LOMO_TEST_PORT_BASE moves the whole range, for two checkouts testing on one machine.
+_PORT_BASE = int(os.environ.get("LOMO_TEST_PORT_BASE", "20000"))
+_PORT_SLICE = 1_500
 _next_port: int | None = None
 
 

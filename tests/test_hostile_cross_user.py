@@ -38,6 +38,7 @@ ID_KINDS = {
     "object_id": "object",
     "memory_id": "memory",
     "run_id": "run",
+    "token_id": "token",
 }
 LIST_IDS = {"attachments": "object"}  # body lists of ids
 
@@ -156,7 +157,9 @@ async def _ids_of_a(st: Stack) -> dict[str, list[str]]:
         messages = list(
             await s.scalars(select(MessageRow.id).where(MessageRow.user_id == st.user_id))
         )
+    token = (await api.post("/v1/tokens", json={"name": "a's script"}, headers=auth)).json()
     return {
+        "token": [token["token_id"]],
         "task": [task["task_id"]],
         "message": messages,
         "card": [card],
@@ -180,6 +183,7 @@ async def _snapshot(st: Stack, ids: dict[str, list[str]]) -> dict[str, Any]:
     ]
     snap["memory"] = (await api.get("/v1/memory", headers=auth)).json()
     snap["run"] = (await api.get(f"/v1/flow-runs/{ids['run'][0]}", headers=auth)).json()["status"]
+    snap["tokens"] = (await api.get("/v1/tokens", headers=auth)).json()
     return snap
 
 
@@ -261,6 +265,7 @@ async def test_another_persons_ids_answer_like_unknown_ones(
             ("POST", "/v1/messages:attachments"),
             ("GET", "/v1/cards:task_id"),
             ("POST", "/v1/memory/forget:memory_id"),
+            ("DELETE", "/v1/tokens/{token_id}"),
         ):
             assert must in probed, must
 

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from activities.registry import build_provider
 from llm.anthropic_provider import AnthropicProvider
+from llm.streaming import Paced
 from llm.types import (
     Message,
     ModelRequest,
@@ -247,6 +248,7 @@ class _Settings:
     anthropic_api_key: SecretStr | None = None
     anthropic_model: str = "claude-test"
     anthropic_base_url: str | None = None
+    offline_stream_chars_per_second: float = 0.0
 
 
 def test_build_provider() -> None:
@@ -257,3 +259,5 @@ def test_build_provider() -> None:
         AnthropicProvider,
     )
     assert build_provider(_Settings(use_anthropic=False)).name == "offline"
+    paced = build_provider(_Settings(use_anthropic=False, offline_stream_chars_per_second=100))
+    assert isinstance(paced, Paced) and paced.name == "offline"

@@ -33,7 +33,7 @@ async def test_open_api_calls_are_confirmed_one_by_one(
         assert r.status_code == 201 and r.json()["kind"] == "api"
         api = {"Authorization": f"Bearer {r.json()['token']}"}
         r = await st.api.post("/v1/tokens", json={}, headers=api)
-        assert r.status_code == 401  # a program cannot mint more tokens
+        assert r.status_code == 403  # a program cannot mint more tokens
 
         mid = (await st.api.post("/v1/messages", json=CAT, headers=api)).json()["message_id"]
         tid = await _task_of(st, mid, api)

@@ -41,6 +41,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         LOMO_RESTART_INITIAL_SECONDS="0.2",
         LOMO_HEARTBEAT_TIMEOUT_SECONDS="2",
         LOMO_GENERATION_WAIT_SECONDS="3",
+        # Slow enough that a reply is seen arriving in pieces.
+        LOMO_OFFLINE_STREAM_CHARS_PER_SECOND="40",
     )
     proc, st = start_up(data_dir, env)
     st["data_dir"] = data_dir
@@ -111,6 +113,11 @@ def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[s
         routed = page.locator(".entry-result .routed")
         expect(routed).to_be_visible(timeout=60_000)  # where it went, without choosing
         w.screenshot("routed")
+        # The agent's reply arrives while it is written, then stands as the final text.
+        draft = page.locator(".drafts li.streaming")
+        expect(draft.first).to_be_visible(timeout=60_000)
+        w.screenshot("streaming")
+        expect(draft).to_have_count(0, timeout=60_000)
         img = page.locator(".task-detail .artifact img")
         expect(img).to_be_visible(timeout=120_000)
         # Loaded, as pixels: asked of whichever element is there (the detail re-renders on

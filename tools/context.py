@@ -11,6 +11,10 @@ and the tool block shrinks again. Visibility is not authorization: every tool ch
 own preconditions on the server. A call to a tool whose domain is not loaded runs through
 those same checks, loads the domain for the next steps and says so in its result.
 
+Creative guides (`context/guides/`) load the same way: `load_guide(name)` appends one to the
+history, a domain load brings its medium's guide along, and a segment close keeps only the
+guides the work still uses.
+
 A tool result longer than `tool_output_inline_chars` is kept in `tool_outputs`; the context
 carries a short preview and the handle, and `read_output(handle, offset, limit)` pages.
 """
@@ -22,10 +26,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from context.guides import GUIDES
 from context.tools import DOMAINS, domain_index
 from llm.types import ToolSpec
 from lomo.db.context import ToolOutput
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
+from tools.history import SearchHistory
 
 PREVIEW_CHARS = 400
 
@@ -55,6 +61,33 @@ class LoadTools(Tool):
         if domain not in index:
             return error(f"unknown domain {domain!r}", domains=list(index))
         return ToolResult("done", {"loaded": [domain], "tools": index[domain]})
+
+
+class LoadGuide(Tool):
+    """Put a creative guide into the history (appended, like a domain load): how to brief
+    and prompt a medium and the limits of its models. The context keeps it while the work
+    uses it and drops it at a segment close otherwise."""
+
+    idempotent = True
+    inline_output = True  # a guide is a few hundred tokens
+
+    def __init__(self) -> None:
+        self.spec = ToolSpec(
+            name="load_guide",
+            description="Load a creative guide (" + ", ".join(GUIDES) + ") into your "
+            "context: how to brief and prompt that medium, and the limits of its models.",
+            input_schema={
+                "type": "object",
+                "properties": {"name": {"type": "string", "enum": list(GUIDES)}},
+                "required": ["name"],
+            },
+        )
+
+    async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        guide = GUIDES.get(str(args.get("name", "")))
+        if guide is None:
+            return error(f"unknown guide {args.get('name')!r}", guides=list(GUIDES))
+        return ToolResult("done", {"loaded": [guide.name], "guide": guide.text})
 
 
 class ReadOutput(Tool):
@@ -110,7 +143,7 @@ class ReadOutput(Tool):
 
 
 def context_tools(deps: ToolDeps, tools: dict[str, Tool]) -> list[Tool]:
-    return [LoadTools(tools), ReadOutput(deps)]
+    return [LoadTools(tools), LoadGuide(), SearchHistory(deps), ReadOutput(deps)]
 
 
 @dataclass(frozen=True, slots=True)

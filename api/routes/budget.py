@@ -1,11 +1,12 @@
 """Budget, plan budgets and autonomy: every approval here is an authenticated call of the
-person (the bearer token), never something a model or a tool said."""
+person in their app, never something a model, a tool or a program with an API token said
+(an API token may read them; changing them answers 403)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CurrentUser, SessionDep, SettingsDep
+from api.deps import AppUser, CurrentUser, SessionDep, SettingsDep
 from api.schemas.budget import AutonomyIn, Budget, BudgetSettingsIn, PlanBudgetIn, TaskBudget
 from lomo.ids import new_id
 from money.policy import approve_plan, put_budget_settings, set_autonomy
@@ -21,7 +22,7 @@ async def get_budget(user: CurrentUser, session: SessionDep, settings: SettingsD
 
 @router.put("/budget/settings")
 async def put_settings(
-    body: BudgetSettingsIn, user: CurrentUser, session: SessionDep, settings: SettingsDep
+    body: BudgetSettingsIn, user: AppUser, session: SessionDep, settings: SettingsDep
 ) -> Budget:
     await put_budget_settings(
         session, user.id, settings, body.free_confirm_amount, body.daily_free_limit
@@ -36,7 +37,7 @@ async def get_task_budget(task_id: str, user: CurrentUser, session: SessionDep) 
 
 @router.post("/tasks/{task_id}/budget")
 async def approve_task_budget(
-    task_id: str, body: PlanBudgetIn, user: CurrentUser, session: SessionDep
+    task_id: str, body: PlanBudgetIn, user: AppUser, session: SessionDep
 ) -> TaskBudget:
     await own_task(session, user.id, task_id)
     key = f"api:{task_id}:{body.request_id or new_id('req')}"
@@ -46,7 +47,7 @@ async def approve_task_budget(
 
 @router.post("/tasks/{task_id}/autonomy")
 async def put_autonomy(
-    task_id: str, body: AutonomyIn, user: CurrentUser, session: SessionDep
+    task_id: str, body: AutonomyIn, user: AppUser, session: SessionDep
 ) -> TaskBudget:
     await own_task(session, user.id, task_id)
     await set_autonomy(session, user.id, task_id, body.level)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CurrentUser, HandoffDep, SessionDep
+from api.deps import ChannelDep, CurrentUser, HandoffDep, SessionDep
 from api.schemas.cards import CardActionIn, CardList, CardView
 from api.services import cards
 
@@ -24,7 +24,10 @@ async def get_one(card_id: str, user: CurrentUser, session: SessionDep) -> CardV
 
 
 @router.post("/{card_id}/actions", response_model_exclude_unset=True)
-async def act(card_id: str, body: CardActionIn, user: CurrentUser, state: HandoffDep) -> CardView:
+async def act(
+    card_id: str, body: CardActionIn, user: CurrentUser, channel: ChannelDep, state: HandoffDep
+) -> CardView:
     """Routed by card id, no model call: the answer is recorded, its effect applied, and the
-    card's task (if any) woken. 409 for a second answer."""
-    return await cards.answer(state, user.id, card_id, body)
+    card's task (if any) woken. 409 for a second answer; 403 when an API token tries to
+    confirm a price, delete or forget card (only the person's app confirms those)."""
+    return await cards.answer(state, user.id, card_id, body, channel)

@@ -25,7 +25,7 @@ SSE: dict[int | str, dict[str, Any]] = {
 }
 
 
-class _LeasedStream(StreamingResponse):
+class LeasedStream(StreamingResponse):
     """Gives the person's stream slot back however the response ends (also when the
     client leaves before the first event, when the generator never started)."""
 
@@ -65,4 +65,4 @@ async def stream(
             retry_after_seconds=STREAM_RETRY_SECONDS,
         )
     events = event_stream(db, user.id, start, settings.sse_poll_seconds, once)
-    return _LeasedStream(events, lambda: slots.release(user.id))
+    return LeasedStream(events, lambda: slots.release(user.id))

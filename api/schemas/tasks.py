@@ -62,6 +62,11 @@ class ToolTokens(BaseModel):
     loaded: int
 
 
+class LoadedGuide(BaseModel):
+    name: str
+    tokens: int = Field(description="the guide's text, estimated like the layers' tokens")
+
+
 class ContextView(BaseModel):
     layers: list[ContextLayer]
     tools: list[str]
@@ -69,11 +74,15 @@ class ContextView(BaseModel):
     turn: int
     step: int
     loaded_domains: list[str]
+    loaded_guides: list[LoadedGuide] = Field(
+        default_factory=list,
+        description="creative guides in the history after the stable prefix, in load order",
+    )
     tool_tokens: ToolTokens
     prefix_changes: list[str]
     prefix_events: list[str] = Field(
-        description="appended without touching the prefix: domain loads and unloads, "
-        "profile additions"
+        description="appended without touching the prefix: domain and guide loads and "
+        "unloads, profile additions"
     )
     usage: dict[str, Any] = Field(
         description="what the model provider reported for that request (prompt-cache "

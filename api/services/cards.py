@@ -12,7 +12,7 @@ from api.services.card_effects import EFFECTS, HandoffState
 from api.services.card_handoff import hand_on_bounded
 from lomo.cards import answer_card, card_view, get_card
 from lomo.db.models import Card
-from lomo.errors import Conflict
+from lomo.errors import Conflict, Forbidden
 
 
 async def list_cards(
@@ -30,13 +30,28 @@ async def read_card(s: AsyncSession, user_id: str, card_id: str) -> CardView:
     return CardView.model_validate(card_view(await get_card(s, user_id, card_id)))
 
 
-async def answer(state: HandoffState, user_id: str, card_id: str, body: CardActionIn) -> CardView:
+# Cards whose confirmation spends money or destroys something: only the person's app
+# session may give anything but a refusal.
+APP_ONLY_KINDS = frozenset({"price", "delete", "forget"})
+
+
+def check_channel(card: Card, action: str, channel: str) -> None:
+    if channel != "app" and card.kind in APP_ONLY_KINDS and action != "reject":
+        raise Forbidden(
+            f"a {card.kind} card is confirmed in the person's app; an API token can only reject it"
+        )
+
+
+async def answer(
+    state: HandoffState, user_id: str, card_id: str, body: CardActionIn, channel: str
+) -> CardView:
     """The answer is stored before Temporal is asked anything, and the hand-offs after it
     are bounded: a Temporal that is down or slow delays them (the relay finishes them),
     never the answer."""
     try:
         async with state.db.session() as s:
             card = await answer_card(s, user_id, card_id, body.action, body.option_id, body.text)
+            check_channel(card, body.action, channel)  # raising rolls the answer back
             effect = EFFECTS.get(card.kind)
             if effect and effect.in_transaction:
                 await effect.in_transaction(s, card)

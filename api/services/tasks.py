@@ -112,6 +112,10 @@ async def last_context(s: AsyncSession, user_id: str, task_id: str) -> ContextVi
             "turn": last.turn,
             "step": last.step,
             "loaded_domains": prefix.get("domains", []),
+            "loaded_guides": [
+                {"name": n, "tokens": prefix.get("guide_tokens", {}).get(n, 0)}
+                for n in prefix.get("guides", [])
+            ],
             "tool_tokens": {
                 "core": prefix.get("core_tool_tokens", 0),
                 "loaded": prefix.get("loaded_tool_tokens", 0),

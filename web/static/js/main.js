@@ -3,6 +3,7 @@
 import { api, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
 import { renderCard } from "./cards.js";
 import { debounce, h, replace } from "./dom.js";
+import { Drafts } from "./drafts.js";
 import { LANG, t } from "./i18n.js";
 import { renderBudget, renderMemory } from "./panels.js";
 import { renderTask, renderTaskList } from "./tasks.js";
@@ -40,11 +41,12 @@ whenUnauthorized(() => {
 });
 
 async function start() {
-  const state = { selected: null, progress: new Map(), lastMessage: null };
+  const state = { selected: null, progress: new Map(), lastMessage: null, drafts: new Drafts() };
   const report = (e) => showError(e);
   const el = {
     entryResult: h("div", { class: "entry-result", role: "status" }),
     thread: h("div", { class: "thread" }),
+    drafts: h("ul", { class: "drafts", "aria-live": "polite" }),
     tasks: h("div", { class: "task-list" }),
     cards: h("div", { class: "open-cards" }),
     task: h("div", { class: "task-detail" }, h("p", { class: "muted" }, t("pick_task"))),
@@ -87,7 +89,7 @@ async function start() {
         h("form", { class: "entry", onsubmit: send }, entry, h("button", { class: "primary", type: "submit" }, t("send"))),
         el.entryResult,
         h("h3", {}, t("tasks")), el.tasks,
-        h("h3", {}, t("thread")), el.thread),
+        h("h3", {}, t("thread")), el.thread, el.drafts),
       h("section", { class: "col-main" }, h("h3", {}, t("open_cards")), el.cards, el.task),
       h("section", { class: "col-right" }, tabs, el.workspace, el.memory)));
   entry.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
@@ -151,9 +153,13 @@ async function start() {
     }
   }
 
+  const renderDrafts = () => replace(el.drafts, state.drafts.list().map((x) =>
+    h("li", { class: "agent streaming", dataset: { taskId: x.taskId } }, x.text)));
   const onEvent = (ev) => {
     window.__lomo.seqs.push(ev.seq);
     const d = ev.data || {};
+    if (state.drafts.apply(ev.type, d)) renderDrafts();
+    if (ev.type === "reply.delta") return;
     if (ev.type.startsWith("generation.") && d.task_id) state.progress.set(d.task_id, d.progress ?? 0);
     if (ev.type === "message.routed" && d.message_id === state.lastMessage) showRouting().catch(report);
     if (ev.type.startsWith("task.") || ev.type.startsWith("generation.")) { refreshTasks(); refreshThread(); if (!d.task_id || d.task_id === state.selected) refreshTask(); }
