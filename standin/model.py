@@ -29,6 +29,7 @@ from standin.intents import MEDIA, recognise
 from standin.notes import notes_of, notes_step
 from standin.replies import kind_word, ready, say
 from standin.requested import requested, work_name
+from standin.router import multipart_work
 from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 
 _OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
@@ -81,7 +82,7 @@ class OfflineModel:
         if notes_of(" ".join(person)):
             text = " ".join(person)
             return notes_step(request, detect_language(text), text)
-        if not _lightweight(request) and is_poster_task(request, " ".join(person)):
+        if _series(request, person) and is_poster_task(request, " ".join(person)):
             lang = detect_language(" ".join(person))
             latest = person[-1] if person else ""
             return poster_step(request, lang, " ".join(person), latest)
@@ -140,8 +141,12 @@ class _Work:
         return _Work(kind, work_name(opening), bool(calls), opening)
 
 
-def _lightweight(request: ModelRequest) -> bool:
-    return any(_LIGHTWEIGHT.search(s.text) for s in request.system)
+def _series(request: ModelRequest, person: list[str]) -> bool:
+    """A persistent task opened by a request for multi-part work (a single poster, even
+    one revised often enough to be promoted, is no series)."""
+    if any(_LIGHTWEIGHT.search(s.text) for s in request.system) or not person:
+        return False
+    return multipart_work(person[0], recognise(person[0]))
 
 
 def _tool_results(messages: list[Message]) -> list[dict[str, Any]]:

@@ -105,6 +105,13 @@ CHANGE_WITH_CONTEXT = 0.25
 MULTIPART_TOO = 0.35
 
 
+def multipart_work(text: str, rec: Recognition) -> bool:
+    """Multi-part work: recognised as such, or partly so, or naming several pieces ("four
+    posters", a numbered storyboard) whatever medium it reads as."""
+    several = (requested(text).count or 0) > 1 and rec.intent in (*MEDIA, "multipart")
+    return rec.intent == "multipart" or rec.scores["multipart"] >= MULTIPART_TOO or several
+
+
 def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str, object]:
     intent = rec.intent if rec else None
     if m := _TASK_ID.search(text):
@@ -119,10 +126,7 @@ def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str,
     ties = [c for c in cands if best and overlap[c.task_id] == best]
     change = rec.scores["change"] if rec else 0.0
     followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
-    # A request that names several pieces ("four posters", a numbered storyboard) is
-    # multi-part work whatever medium it reads as.
-    several = (requested(text).count or 0) > 1 and intent in (*MEDIA, "multipart")
-    multipart = several or (rec is not None and rec.scores["multipart"] >= MULTIPART_TOO)
+    multipart = rec is not None and multipart_work(text, rec)
     named = best >= 2 and (deictic or intent is None)
     if intent in ("question", "remember", "other", None) and not named:
         return {"decision": "answer", "reason": f"main answers ({intent or 'unsure'})"}

@@ -215,3 +215,22 @@ def test_extraction_names_counts_durations_formats_colours() -> None:
     assert requested("Film: 1. A boat. 2. Gulls. 3. Rain.").count == 3
     assert requested("A 10-second clip, five seconds of it slow").count is None
     assert requested("Generiere ein Bild einer roten Tigerkatze").count is None  # not "ten"
+
+
+async def test_a_promoted_single_poster_stays_one_picture() -> None:
+    """Revised often enough, a lightweight task becomes persistent; a single poster must
+    still not turn into the poster-series script (budget card, four drafts)."""
+    ask = TextBlock(text="Make a poster for a jazz festival in Berlin")
+    use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
+    change = [TextBlock(text="Make the trumpet bigger")]
+    resp = await OfflineModel().complete(
+        _task([ask], [use], [TextBlock(text="[runtime] turn 1")], [TextBlock(text="ok")], change,
+              kind="persistent")
+    )  # fmt: skip
+    (call,) = _calls(resp)
+    assert call.name == "generate_image" and "trumpet" in call.input["prompt"]
+    series = "Make me a series of retro-style brand posters"
+    first = _calls(
+        await OfflineModel().complete(_task([TextBlock(text=series)], kind="persistent"))
+    )
+    assert [c.name for c in first] == ["update_checklist", "request_budget"]
