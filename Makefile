@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser agui-client up test lint typecheck pytest scenarios clean
+.PHONY: install browser agui-client up test lint typecheck pytest scenarios intents-eval clean
 
 $(PY):
 	python3 -m venv .venv
@@ -48,6 +48,10 @@ test: lint typecheck pytest
 # any regression). SCENARIO_ARGS=--faults mixes in faults; --postgres a private cluster.
 scenarios: install
 	.venv/bin/lomo scenarios $(SCENARIO_ARGS)
+
+# The offline model's intent recognition on the held-out requests, per intent and language.
+intents-eval: install
+	OPENBLAS_NUM_THREADS=1 .venv/bin/python -m standin.eval tests/data/heldout_intents.jsonl
 
 clean:
 	rm -rf .venv .lomo .mypy_cache .ruff_cache

@@ -75,7 +75,7 @@ class GenerationActivities:
             if order is None:
                 raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
             if order.object_id or order.status != "succeeded":
-                return OrderState(order.id, order.status)
+                return OrderState(order.id, order.status, order.object_id)
             url, kind = order.result_url, order.kind
         if not on_upstream_origin(url, self.deps.settings):
             # Recorded successes are checked already; an older row is not followed either.
@@ -86,7 +86,7 @@ class GenerationActivities:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             assert order is not None
             if order.object_id:
-                return OrderState(order.id, order.status)
+                return OrderState(order.id, order.status, order.object_id)
             obj = await create_asset(
                 s,
                 self.deps.assets,
@@ -111,7 +111,7 @@ class GenerationActivities:
                 "object.version",
                 {"object_id": obj.id, "version": 1, "task_id": order.task_id},
             )
-            return OrderState(order.id, order.status)
+            return OrderState(order.id, order.status, obj.id)
 
     async def _download(self, order_id: str, url: str) -> bytes:
         """The result's bytes, streamed and counted: past the upload cap it is dropped

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.present import result_reply
 from activities.types import (
     CardRef,
     CardState,
@@ -54,6 +55,7 @@ from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
 from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
+from tools.generation import PRESENT_WHEN_DONE
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +156,17 @@ class RuntimeActivities:
                 non_retryable=True,
             )
         if found.result is not None and found.status in FINAL_CALL:
-            return await self._replayed(inp, found.status, found.result)
-        tool = self.tools.get(found.name)
-        res = await self._dispatch(inp, tool, found.name, found.status, found.user_id, found.input)
-        unseen = unloaded_note(tool, found.seen_domains) if tool else None
-        outcome = await self._store_result(inp, res, tool, found.user_id, unseen)
-        TOOL_CALLS.labels(found.name, res.status).inc()
+            outcome = await self._replayed(inp, found.status, found.result)
+        else:
+            tool = self.tools.get(found.name)
+            args = found.input
+            res = await self._dispatch(inp, tool, found.name, found.status, found.user_id, args)
+            unseen = unloaded_note(tool, found.seen_domains) if tool else None
+            outcome = await self._store_result(inp, res, tool, found.user_id, unseen)
+            TOOL_CALLS.labels(found.name, res.status).inc()
+        # The plan's word, from the journaled call: its result is the answer.
+        wants = found.input.get(PRESENT_WHEN_DONE) is True
+        outcome.present = wants and outcome.status == "done" and outcome.order_id is not None
         return outcome
 
     async def _dispatch(
@@ -203,8 +210,11 @@ class RuntimeActivities:
         )
         stored, facts = await self.store.finish_call(result)
         if not stored:
-            # A concurrent attempt stored the call's final result first: its answer is
-            # the journal's.
+            # A concurrent attempt stored the call's final result first (this one was
+            # retried over, or ran late): its answer is the journal's, this one's is dropped.
+            log.info(
+                "call %s: an earlier-stored result stands; this attempt's is dropped", inp.call_id
+            )
             first = await self.store.open_call(inp.call_id, False, clock.now())
             assert first is not None and first.result is not None
             return await self._replayed(inp, first.status, first.result)
@@ -223,11 +233,22 @@ class RuntimeActivities:
     # --- status and the turn's state ----------------------------------------------------------
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
-        change = StatusChange(**asdict(inp))
+        reply = await self._reply(inp) if inp.present else None
         try:
-            await self.store.write_status(change, clock.now())
+            changed = await self.store.write_status(_change(inp, reply=reply), clock.now())
         except LookupError as e:
             raise ApplicationError(str(e), non_retryable=True) from e
+        if not changed and inp.fence and await self.store.fenced_out(inp.task_id, inp.fence):
+            # A worker resumed a workflow task that another worker redid since.
+            log.warning("task %s: stale status %r refused (fenced)", inp.task_id, inp.status)
+
+    async def _reply(self, inp: StatusInput) -> dict[str, Any] | None:
+        try:
+            return await result_reply(self.db, inp.task_id, inp.present)
+        except LookupError as e:
+            # The workflow presents only collected results: the status still goes in.
+            log.warning("%s", e)
+            return None
 
     @activity.defn(name="turn_state")
     async def turn_state(self, inp: TurnStateInput) -> TurnState:
@@ -287,7 +308,13 @@ def _running(inp: StepInput) -> StatusChange | None:
     that stored its decision does not write it again."""
     if inp.status is None:
         return None
-    return StatusChange(**{**asdict(inp.status), "only_before_turn": inp.turn})
+    return _change(inp.status, only_before_turn=inp.turn)
+
+
+def _change(inp: StatusInput, **over: Any) -> StatusChange:
+    """The storage's change for a status the workflow decided (`present` becomes `reply`)."""
+    fields = {k: v for k, v in asdict(inp).items() if k != "present"}
+    return StatusChange(**{**fields, **over})
 
 
 def _draft_key(inp: StepInput) -> DraftKey:

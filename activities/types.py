@@ -21,6 +21,11 @@ class StatusInput:
     # already stored its decision does not write its turn's "running" again.
     only_before_turn: int = 0
     only_at_turn: int = 0
+    # The workflow time it was decided at (µs): the write's fencing token (journal/types.py).
+    fence: int = 0
+    # Orders whose results the runtime presents with this status, in its transaction: the
+    # reply is written only when the status changes, so a retried or late write adds none.
+    present: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +94,9 @@ class ToolOutcome:
     card_id: str | None = None  # set when the tool needs the person's answer first
     flow_run: str | None = None  # a flow run the task starts (child workflow, abandoned)
     turn_state: TurnState | None = None  # read after the call when `turn_state_for` asked
+    # The call was planned `present_when_done` and placed its order: the job's result is
+    # the answer, so its end wakes no model unless a decision is needed.
+    present: bool = False
 
 
 @dataclass
@@ -124,6 +132,7 @@ class OrderRef:
 class OrderState:
     order_id: str
     status: str  # created | submitted | queued | running | succeeded | failed
+    object_id: str | None = None  # the asset a collected result became
 
     @property
     def terminal(self) -> bool:

@@ -111,8 +111,8 @@ class Embedded:
             LOMO_API_PORT=str(self.api_port),
             LOMO_MODEL_PROVIDER="offline",
             LOMO_WORKER_METRICS_PORT="0",
-            **self.extra,
         )
+        env.update(self.extra)  # may replace the defaults above (another model provider)
         return env
 
     def __enter__(self) -> Embedded:

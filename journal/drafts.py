@@ -30,14 +30,15 @@ class DraftKey:
 @dataclass
 class ReplyDraft:
     """Collects streamed text and writes it at most every `flush_seconds` (one small
-    transaction each), so a fast stream costs a few writes, not one per token."""
+    transaction each), so a fast stream costs a few writes, not one per token. The first
+    piece is written at once: the person sees the reply begin as soon as the model does."""
 
     db: Database
     key: DraftKey
     flush_seconds: float
     sent: int = 0  # characters written so far
     pending: list[str] = field(default_factory=list)
-    last_flush: float = field(default_factory=time.monotonic)
+    last_flush: float = float("-inf")
 
     async def add(self, text: str) -> None:
         self.pending.append(text)

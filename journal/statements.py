@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from flows.models import FlowRun
@@ -244,13 +255,15 @@ KEEP_OUTPUT = (
 )
 
 # --- the task's status -------------------------------------------------------------------
-_STATUS_UPDATES: dict[tuple[bool, bool, bool], Any] = {}
+Shape = tuple[bool, bool, bool, bool]
+_STATUS_UPDATES: dict[Shape, Any] = {}
 
 
-def status_update(kind: bool, before: bool, at: bool) -> Any:
+def status_update(kind: bool, before: bool, at: bool, fenced: bool = False) -> Any:
     """The status UPDATE of one shape: with a kind, guarded by the task's turn before or at
-    a value. Changes the row only if the status or its reason differ; returns the person."""
-    got = _STATUS_UPDATES.get((kind, before, at))
+    a value, and by a fencing token (`p_fence`: refused when an equal or newer writer's is
+    stored). Changes the row only if the status or its reason differ; returns the person."""
+    got = _STATUS_UPDATES.get((kind, before, at, fenced))
     if got is not None:
         return got
     t = TASKS.c
@@ -269,8 +282,12 @@ def status_update(kind: bool, before: bool, at: bool) -> Any:
     }
     if kind:
         values["kind"] = bindparam("p_kind")
+    if fenced:
+        fence = bindparam("p_fence", type_=BigInteger)
+        where.append(or_(t.status_fence.is_(None), t.status_fence <= fence))
+        values["status_fence"] = fence
     stmt = update(TASKS).where(*where).values(**values).returning(t.user_id)
-    _STATUS_UPDATES[(kind, before, at)] = stmt
+    _STATUS_UPDATES[(kind, before, at, fenced)] = stmt
     return stmt
 
 
@@ -281,6 +298,10 @@ SET_KIND = (
     .values(kind=bindparam("p_kind"))
 )
 TASK_EXISTS = select(Task.id).where(Task.id == bindparam("p_id"))
+# A newer writer's fencing token than this one is stored.
+FENCED_OUT = select(Task.id).where(
+    Task.id == bindparam("p_id"), Task.status_fence > bindparam("p_fence", type_=BigInteger)
+)
 EXPIRE_CARDS = (
     update(CARDS)
     .where(CARDS.c.task_id == bindparam("p_id"), CARDS.c.status == "open")
@@ -288,14 +309,14 @@ EXPIRE_CARDS = (
 )
 
 
-_STATUS_EVENTS: dict[tuple[bool, bool, bool], Any] = {}
+_STATUS_EVENTS: dict[Shape, Any] = {}
 
 
-def status_with_event(kind: bool, before: bool, at: bool) -> Any:
+def status_with_event(kind: bool, before: bool, at: bool, fenced: bool = False) -> Any:
     """Postgres: `status_update` and its `task.status` event in one statement (values
     `p_type`, `p_data`, `p_ev_at` besides the update's); returns the person if it changed."""
-    got = _STATUS_EVENTS.get((kind, before, at))
+    got = _STATUS_EVENTS.get((kind, before, at, fenced))
     if got is None:
-        got = event_after(status_update(kind, before, at).cte("changed"))
-        _STATUS_EVENTS[(kind, before, at)] = got
+        got = event_after(status_update(kind, before, at, fenced).cte("changed"))
+        _STATUS_EVENTS[(kind, before, at, fenced)] = got
     return got

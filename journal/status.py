@@ -1,6 +1,7 @@
 """A task's status change as the step's storage writes it: one conditional UPDATE, its
-`task.status` event only when it changed the row, the kind the workflow holds, and, for a
-terminal status, the task's open cards expired."""
+`task.status` event only when it changed the row (and then a presented result's
+`task.reply`), the kind the workflow holds, and, for a terminal status, the task's open
+cards expired."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ async def write_changes(
         changed = status_changed(got, change, check_task)
         for user_id in changed:
             await batch(*event_queries(user_id, "task.status", data, at))
+    if change.reply is not None:
+        for user_id in changed:
+            await batch(*event_queries(user_id, "task.reply", change.reply, at))
     if changed and change.status in TERMINAL_TASK_STATUSES:
         # What can be cancelled is: open questions to the person expire.
         await batch(Query(st.EXPIRE_CARDS, {"p_id": change.task_id}))
@@ -55,8 +59,9 @@ def status_changed(got: list[Rows], change: StatusChange, check_task: bool) -> s
     return {str(r[0]) for r in got[0]}
 
 
-def _shape(change: StatusChange) -> tuple[bool, bool, bool]:
-    return bool(change.kind), bool(change.only_before_turn), bool(change.only_at_turn)
+def _shape(change: StatusChange) -> st.Shape:
+    turns = bool(change.only_before_turn), bool(change.only_at_turn)
+    return bool(change.kind), *turns, bool(change.fence)
 
 
 def _values(change: StatusChange, at: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -68,6 +73,7 @@ def _values(change: StatusChange, at: datetime) -> tuple[dict[str, Any], dict[st
         "p_kind": change.kind,
         "p_before": change.only_before_turn,
         "p_turn": change.only_at_turn,
+        "p_fence": change.fence,
     }
     return params, {"task_id": change.task_id, "status": change.status, "reason": change.reason}
 

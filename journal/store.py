@@ -183,6 +183,12 @@ class StepStore:
         ring(rings, self.db.relay)
         return bool(rings)
 
+    async def fenced_out(self, task_id: str, fence: int) -> bool:
+        """Whether a status write with this fencing token is older than the stored one."""
+        async with self.backend.reads() as batch:
+            (rows,) = await batch(Query(st.FENCED_OUT, {"p_id": task_id, "p_fence": fence}))
+        return bool(rows)
+
     async def turn_facts(self, task_id: str, turn: int) -> TurnFacts:
         async with self.backend.reads() as batch:
             items, cards = await batch(*_facts_reads(task_id))

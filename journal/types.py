@@ -45,6 +45,12 @@ class StatusChange:
     kind: str = ""
     only_before_turn: int = 0
     only_at_turn: int = 0
+    # The writer's fencing token (its workflow time in µs; 0: unfenced): an older one than
+    # the stored token is refused, so a resumed stale writer cannot undo a newer status.
+    fence: int = 0
+    # A `task.reply` written with the change, only if the change applies (a presented
+    # result: one reply, whatever retries or stale attempts write the status again).
+    reply: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,14 +158,34 @@ def differing_words(message: str, candidate: str) -> tuple[list[str], list[str]]
     return [w for w in mine if w not in theirs], [w for w in theirs if w not in mine]
 
 
-# Enough German function words (or an umlaut) to answer in German; the router and the
+# Language by closed-class words (pronouns, articles, auxiliaries, greetings), which every
+# sentence has whatever it is about; an umlaut or ß counts for German. The router and the
 # offline stand-in both use it for the reply language.
-_GERMAN_HINTS = re.compile(
-    r"\b(generiere|erstelle|bild|einer|eines|ein|eine|der|die|das|und|bitte|mach|mir|vergiss|"
-    r"welche|unterstützt|katze|einen|meinem|meine|meinen|unser|unsere|unseres|unserer)\b|[äöüß]",
-    re.IGNORECASE,
+_GERMAN = frozenset(
+    """
+    ich du er sie wir ihr mich dich mir dir uns euch mein meine meinen meinem meiner dein
+    deine sein seine unser unsere unserer unseres euer der die das den dem des ein eine
+    einen einem einer eines und oder aber nicht kein keine keinen ist sind bin bist hat
+    habe haben hast wird werden kann kannst können soll sollst will willst möchte mit von
+    vom zu zum zur für auf aus bei nach im am ins über unter dass wie was wer wo welche
+    welcher welches gibt es auch noch schon bitte danke hallo tschüss guten abend morgen
+    mal etwas alles klar mach mache machen erstelle generiere zeichne male lass sich heute
+    sehr ziemlich viel viele vergiss merk bild
+    """.split()
 )
+_ENGLISH = frozenset(
+    """
+    i you he she it we they me my your our their the a an and or but not no is are am was
+    were have has had will can could would should with of to for on in at from by that this
+    these those what how which who where please thanks thank hello hi bye make create draw
+    give need want like do does don't it's i'm
+    """.split()
+)
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 
 
 def detect_language(text: str) -> str:
-    return "de" if len(_GERMAN_HINTS.findall(text)) >= 2 else "en"
+    words = [w.lower() for w in _WORD.findall(text)]
+    german = sum(w in _GERMAN for w in words) + len(re.findall(r"[äöüß]", text, re.I))
+    english = sum(w in _ENGLISH for w in words if w not in _GERMAN)
+    return "de" if german > english else "en"

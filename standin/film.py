@@ -27,6 +27,7 @@ _RUN = re.compile(
     r"(?P<done>\d+) of (?P<total>\d+) nodes done(?P<rest>.*)"
 )
 SHOTS = 6
+_IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|frn)_[0-9a-z]+\b")
 _SAY = {
     "started": (
         "I'm making the film from your storyboard.",
@@ -40,7 +41,10 @@ _SAY = {
         "Please confirm the price of the film on its card; nothing is spent before.",
         "Bitte bestätige den Preis des Films auf der Karte; vorher wird nichts ausgegeben.",
     ),
-    "ready": ("Your short film is ready.{rest}", "Dein Kurzfilm ist fertig.{rest}"),
+    "ready": (
+        "Your short film is ready; the final cut is with this task's results.",
+        "Dein Kurzfilm ist fertig; der Endschnitt liegt bei den Ergebnissen dieser Aufgabe.",
+    ),
     "failed": ("The film could not be finished: {rest}", "Der Film wurde nicht fertig: {rest}"),
     "declined": ("Alright, the film is not made.", "Gut, der Film wird nicht gemacht."),
 }
@@ -109,11 +113,11 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
         # The person changed shots mid-run: run again, which redoes just those.
         return tool_call(request, "run_flow", {"object_id": newest["flow"]})
     if status == "succeeded":
-        results_at = rest.find("results: ")
-        where = f" {rest[results_at:].strip('; ')}" if results_at >= 0 else ""
-        return text_reply(_SAY["ready"][de].format(rest=where), request)
+        # The app links the results; the reply names the work, never its ids.
+        return text_reply(_SAY["ready"][de], request)
     if status in ("failed", "declined", "waiting_price"):
-        return text_reply(_SAY[status][de].format(rest=rest.strip("; ")), request)
+        plain = " ".join(_IDS.sub("", rest).split()).strip("; ")
+        return text_reply(_SAY[status][de].format(rest=plain), request)
     return text_reply(
         _SAY["running"][de].format(done=newest["done"], total=newest["total"]), request
     )

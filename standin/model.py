@@ -1,15 +1,17 @@
-"""The offline stand-in model: deterministic rules that drive the real runtime without a key.
+"""The offline stand-in model: drives the real runtime without a key, deterministically.
 
 It reads only what a real model would read (the request), answers in the language of the
-person's own words, and uses the same tools as Claude would. Each purpose has its rules in
-a module beside this one (routing, extraction, summaries, the poster task, notes, the film);
-what it covers is listed in docs/architecture.md#processes.
+person's own words, and uses the same tools as Claude would. What a person wants comes from
+the intent recogniser (standin/intents.py, by meaning); each purpose has its module beside
+this one (routing, extraction, summaries, the poster task, notes, the film); what it covers
+is listed in docs/architecture.md#processes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from llm.types import (
@@ -23,32 +25,19 @@ from llm.types import (
 )
 from routing.text import detect_language
 from standin.film import film_step, is_film_task
+from standin.intents import MEDIA, recognise
 from standin.notes import notes_of, notes_step
+from standin.replies import kind_word, ready, say
+from standin.requested import requested, work_name
+from standin.router import multipart_work
 from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 
-_IMAGE = re.compile(r"\b(image|picture|photo|bild|foto|generiere|generate)\b", re.IGNORECASE)
-_VIDEO = re.compile(r"\b(video|clip|animate|animiere)\b", re.IGNORECASE)
-_THREE_D = re.compile(r"\b(3d|3-d|three-dimensional|dreidimensional\w*)\b", re.IGNORECASE)
-# A poke, not a request: it must never start a second generation.
-_NUDGE = re.compile(r"^\s*(continue|go on|weiter|mach weiter)\W*$", re.IGNORECASE)
-_QUESTION = re.compile(
-    r"^\s*(which|what|how|does|can|welche|was|wie|kann|unterstützt)\b|\?\s*$", re.I
-)
-_NUMBERS = {
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "ten": 10,
-    "zwei": 2,
-    "drei": 3,
-    "vier": 4,
-    "fünf": 5,
-    "sechs": 6,
-    "zehn": 10,
-}
-_DURATION = re.compile(r"\b(\d+|" + "|".join(_NUMBERS) + r")[\s-]*(?:second|sekunde)", re.I)
+_OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
+
+# With earlier work in the task, a message that reads even partly as a change is one.
+CHANGE_WITH_CONTEXT = 0.25
+_SUCCEEDED = re.compile(r"generation succeeded: order \S+ → asset (obj_[0-9a-z]+)")
+_LIGHTWEIGHT = re.compile(r"^\[runtime\] task \S+ \(lightweight\)", re.MULTILINE)
 
 
 def _last_user_texts(messages: list[Message]) -> list[str]:
@@ -93,7 +82,7 @@ class OfflineModel:
         if notes_of(" ".join(person)):
             text = " ".join(person)
             return notes_step(request, detect_language(text), text)
-        if is_poster_task(request, " ".join(person)):
+        if _series(request, person) and is_poster_task(request, " ".join(person)):
             lang = detect_language(" ".join(person))
             latest = person[-1] if person else ""
             return poster_step(request, lang, " ".join(person), latest)
@@ -108,142 +97,179 @@ class OfflineModel:
     def _task_step(self, request: ModelRequest) -> ModelResponse:
         texts = _last_user_texts(request.messages)
         person = _person_text(texts)
-        everything = _all_person_text(request.messages)
+        said = person_texts(request.messages)
+        everything = " ".join(said)
         lang = detect_language(everything)
         runtime_notes = " ".join(t for t in texts if t.startswith("[runtime]"))
-        if (finished := _after_generation(request, lang, runtime_notes, everything)) is not None:
-            return finished
-        if results := _tool_results(request.messages):
-            return _after_tools(request, lang, results)
-        if person and (call := _generation_call(request, person, everything, runtime_notes)):
+        work = _Work.of(request, said)
+        # The person's new request first: a result the runtime presented is reported to the
+        # model with the next message, beside the earlier call's result.
+        if person and (call := _generation_call(request, person, work, runtime_notes)):
             name, args = call
+            if _lightweight(request):
+                # A single picture (clip, model) asked for: its result is the answer, and
+                # the runtime shows it without asking again.
+                args["present_when_done"] = True
             return ModelResponse(
                 content=[ToolUseBlock(id=self._tool_id(request), name=name, input=args)],
                 stop_reason="tool_use",
                 usage=Usage(input_tokens=_tokens(request), output_tokens=30),
                 model="lomo-offline",
             )
-        return _text("Verstanden." if lang == "de" else "Understood.", request)
+        if (finished := _after_generation(request, lang, runtime_notes, work)) is not None:
+            return finished
+        if results := _tool_results(request.messages):
+            return _after_tools(request, lang, results, work)
+        return _text(_no_call(person, lang, work, runtime_notes), request)
 
 
-def _tool_results(messages: list[Message]) -> list[ToolResultBlock]:
+@dataclass
+class _Work:
+    """What this task is making: its kind (from its generation calls, else the medium the
+    opening request is closest to), its name in the person's words, whether it has made a
+    piece already."""
+
+    kind: str
+    name: str
+    made: bool
+    opening: str
+
+    @staticmethod
+    def of(request: ModelRequest, said: list[str]) -> _Work:
+        calls = [
+            b.name.removeprefix("generate_")
+            for m in request.messages
+            for b in m.content
+            if isinstance(b, ToolUseBlock) and b.name.startswith("generate_")
+        ]
+        opening = said[0] if said else ""
+        kind = calls[-1] if calls else (recognise(opening).medium() if opening else "image")
+        return _Work(kind, work_name(opening), bool(calls), opening)
+
+
+def _lightweight(request: ModelRequest) -> bool:
+    """The task's fixed lines (in the system prompt) say it is a lightweight task."""
+    return any(_LIGHTWEIGHT.search(b.text) for b in request.system)
+
+
+def _series(request: ModelRequest, person: list[str]) -> bool:
+    """A persistent task opened by a request for multi-part work (a single poster, even
+    one revised often enough to be promoted, is no series)."""
+    if any(_LIGHTWEIGHT.search(s.text) for s in request.system) or not person:
+        return False
+    return multipart_work(person[0], recognise(person[0]))
+
+
+def _tool_results(messages: list[Message]) -> list[dict[str, Any]]:
+    """The results of the model's last calls when the latest message brings them; the
+    runtime's own `load_tools` pairs (empty results that only load tools) are skipped."""
     last = messages[-1] if messages else None
-    return [b for b in (last.content if last else []) if isinstance(b, ToolResultBlock)]
+    if last is None or not any(isinstance(b, ToolResultBlock) for b in last.content):
+        return []
+    for i in range(len(messages) - 1, -1, -1):
+        uses = [
+            b for b in messages[i].content if isinstance(b, ToolUseBlock) and b.name != "load_tools"
+        ]
+        if messages[i].role == "assistant" and uses:
+            ids = {u.id for u in uses}
+            return [
+                _json(b.content)
+                for m in messages[i + 1 :]
+                for b in m.content
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in ids and b.content
+            ]
+    return []
 
 
 def _after_generation(
-    request: ModelRequest, lang: str, runtime_notes: str, everything: str
+    request: ModelRequest, lang: str, runtime_notes: str, work: _Work
 ) -> ModelResponse | None:
-    """The runtime's note that a generation ended: show the result, or say it failed."""
-    if "generation succeeded" in runtime_notes:
-        reply = _READY[_kind_of(everything)][1 if lang == "de" else 0]
-        reply += _objects_in(runtime_notes.split("recent asset")[0])
-        return _text(reply, request)
-    if "generation failed" in runtime_notes:
-        return _text(
-            "Die Generierung ist fehlgeschlagen." if lang == "de" else "The generation failed.",
-            request,
-        )
+    """The runtime's note that a generation ended: show the result by name, or say why not."""
+    if _SUCCEEDED.search(runtime_notes):
+        return _text(ready(work.kind, lang, work.name), request)
+    if (i := runtime_notes.find("generation failed")) >= 0:
+        why = runtime_notes[i:].split(":", 2)[-1].split("\n")[0].strip()
+        reason = _OBJECT_ID.sub("", why).strip(" .") or "—"
+        failed = say("failed", lang, kind=kind_word(work.kind, lang), name=work.name)
+        return _text(failed + reason + ".", request)
     return None
 
 
-def _after_tools(request: ModelRequest, lang: str, results: list[ToolResultBlock]) -> ModelResponse:
-    """The answer to the tools' results: the first error if all failed, else a short word."""
-    if all('"error"' in r.content for r in results):
-        return _text(
-            "Das geht so nicht: " if lang == "de" else "That did not work: ",
-            request,
-            suffix=results[0].content,
-        )
-    if any('"status": "submitted"' in r.content for r in results):
-        return _text(
-            "Ich generiere das Bild, einen Moment."
-            if lang == "de"
-            else "I'm generating the image; it will appear here when ready.",
-            request,
-        )
-    return _text("Erledigt." if lang == "de" else "Done.", request)
+def _after_tools(
+    request: ModelRequest, lang: str, values: list[dict[str, Any]], work: _Work
+) -> ModelResponse:
+    """The answer to the generation calls' results, saying what exists and what does not."""
+    kind = kind_word(work.kind, lang)
+    if all("error" in v for v in values):
+        reason = _OBJECT_ID.sub("", str(values[0]["error"])).strip()
+        return _text(say("failed", lang, kind=kind, name=work.name) + reason, request)
+    if priced := [v for v in values if v.get("status") == "needs_confirmation"]:
+        cents = int(priced[0].get("price_cents") or priced[0].get("amount_cents") or 0)
+        price = f"{cents / 100:.2f} EUR"
+        return _text(say("price", lang, kind=kind, name=work.name, price=price), request)
+    submitted = sum(v.get("status") == "submitted" for v in values)
+    if submitted > 1:
+        return _text(say("making_many", lang, n=submitted, name=work.name), request)
+    key = "making" if submitted else "still_making"
+    return _text(say(key, lang, kind=kind, name=work.name), request)
+
+
+def _no_call(person: str, lang: str, work: _Work, runtime_notes: str) -> str:
+    """What to say when the person's words start nothing: where the work stands, or what
+    the offline model can do."""
+    rec = recognise(person) if person.strip() else None
+    if rec is not None and rec.intent == "multipart" and not work.made:
+        return say("plan_needs_model", lang, name=work.name)
+    if rec is not None and rec.intent == "change" and not work.made:
+        return say("nothing_to_change", lang)
+    kind = kind_word(work.kind, lang)
+    if "waiting on order" in runtime_notes:
+        return say("still_making", lang, kind=kind, name=work.name)
+    if work.made and (rec is None or rec.intent in ("other", None)):
+        return say("made", lang, kind=kind, name=work.name)
+    return say("unsure", lang)
 
 
 def _generation_call(
-    request: ModelRequest, person: str, everything: str, runtime_notes: str
+    request: ModelRequest, person: str, work: _Work, runtime_notes: str
 ) -> tuple[str, dict[str, Any]] | None:
-    """The generation tool the person's latest words ask for, with its input, if any."""
-    if _VIDEO.search(person):
-        args: dict[str, Any] = {"prompt": person, "model": "sim-video-1"}
-        if ref := _latest_asset(runtime_notes):
-            args["reference_object_id"] = ref
-        if m := _DURATION.search(person):
-            word = m.group(1).lower()
-            args["duration_s"] = int(word) if word.isdigit() else _NUMBERS[word]
-        return "generate_video", args
-    if _THREE_D.search(person) or _revises(person, everything, _THREE_D):
-        # A follow-up ("make the cup a bit taller") is a new model from the whole brief.
-        prompt = person if _THREE_D.search(person) else _brief(request.messages)
-        return "generate_3d", {"prompt": prompt, "model": "sim-3d-1"}
-    if _revises(person, everything, _IMAGE):
-        args = {"prompt": _brief(request.messages), "model": "sim-image-1"}
-        if ref := _latest_asset(runtime_notes):
-            args["reference_object_id"] = ref
-        return "generate_image", args
-    if _IMAGE.search(person):
-        return "generate_image", {"prompt": person, "model": "sim-image-1"}
-    return None
-
-
-def _all_person_text(messages: list[Message]) -> str:
-    out: list[str] = []
-    for m in messages:
-        if m.role == "user":
-            out.extend(
-                b.text
-                for b in m.content
-                if isinstance(b, TextBlock) and not b.text.startswith("[runtime]")
-            )
-    return " ".join(out)
-
-
-_READY = {
-    "3d": ("Here is your 3D model.", "Hier ist dein 3D-Modell."),
-    "video": ("Here is your video.", "Hier ist dein Video."),
-    "image": ("Here is your image.", "Hier ist dein Bild."),
-}
-
-
-def _kind_of(everything: str) -> str:
-    if _THREE_D.search(everything):
-        return "3d"
-    return "video" if _VIDEO.search(everything) else "image"
-
-
-def _revises(person: str, everything: str, kind: re.Pattern[str]) -> bool:
-    """A later message in a task that already made this kind of thing, asking for a
-    change: neither a new request of its own nor a mere poke."""
-    return (
-        not _NUDGE.match(person)
-        and not any(k.search(person) for k in (_IMAGE, _VIDEO, _THREE_D))
-        and not _QUESTION.search(person)
-        and everything.strip() != person.strip()
-        and kind.search(everything) is not None
+    """The generation the person's latest words ask for, with its input, if any: a new
+    piece of the medium they name, or (with earlier work here) a change of it, made anew
+    from the whole brief. A request repeated after its piece exists makes a new piece."""
+    rec = recognise(person)
+    opening = person.strip() == work.opening.strip()
+    changes = not opening and (
+        rec.intent == "change" or rec.scores["change"] >= CHANGE_WITH_CONTEXT
     )
+    if changes and rec.intent not in ("other", "question", "remember", "forget"):
+        kind, prompt = work.kind, _brief(request.messages)
+    elif rec.intent in MEDIA:
+        kind, prompt = rec.intent, person
+    else:
+        return None
+    wanted = requested(person)
+    args: dict[str, Any] = {"prompt": prompt, "model": f"sim-{kind}-1"}
+    if kind in ("image", "video") and (ref := _latest_asset(runtime_notes)):
+        args["reference_object_id"] = ref
+    if kind in ("video", "audio") and wanted.duration_s:
+        args["duration_s"] = wanted.duration_s
+    return f"generate_{kind}", args
 
 
 def _brief(messages: list[Message]) -> str:
-    """The opening request and every change since, in the person's words."""
+    """The opening request and every change since, in the person's words (pokes such as
+    "continue" left out: they change nothing)."""
     return "; ".join(
-        b.text
-        for m in messages
-        if m.role == "user"
-        for b in m.content
-        if isinstance(b, TextBlock)
-        and not b.text.startswith("[runtime]")
-        and not _NUDGE.match(b.text)
+        t for t in person_texts(messages) if recognise(t).intent not in ("other", "question")
     )
 
 
-def _objects_in(note: str) -> str:
-    ids = re.findall(r"obj_[0-9a-z]+", note)
-    return f" ({', '.join(ids)})" if ids else ""
+def _json(content: str) -> dict[str, Any]:
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return {"error": content}
+    return value if isinstance(value, dict) else {"result": value}
 
 
 def _tokens(request: ModelRequest) -> int:

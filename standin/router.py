@@ -1,8 +1,9 @@
-"""The offline stand-in's routing decisions: deterministic rules over exactly what a real
-model would read (the router's candidate lines and the person's raw message), EN and DE.
+"""The offline stand-in's routing decisions over exactly what a real model would read (the
+router's candidate lines and the person's raw message), EN and DE.
 
-It is a stand-in, not a classifier to be proud of: it exists so the routing pipeline runs,
-and is evaluated (tests/routing_eval), without a model key.
+What the person wants comes from the intent recogniser (standin/intents.py, by meaning);
+which task a follow-up belongs to comes from the words it shares with each candidate, its
+pointing words and the candidates' ages. Evaluated in tests/routing_eval.
 """
 
 from __future__ import annotations
@@ -13,47 +14,18 @@ from dataclasses import dataclass
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from routing.prompt import DUPLICATE_CHECK, MARK
 from routing.text import FILLER, content_terms, detect_language
+from standin.intents import MEDIA, Recognition, recognise
+from standin.replies import say
+from standin.requested import requested
 
 _TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
 _AGE = re.compile(r"active (\d+)([mhd]) ago")
 _UNIT = {"m": 60, "h": 3600, "d": 86400}
-_QUESTION = re.compile(
-    r"^\s*(which|what|how|does|do you|can you tell|is there|welche|welcher|was|wie|"
-    r"unterstützt|gibt es)\b|\?\s*$",
-    re.I,
-)
-_FOLLOWUP = re.compile(
-    r"\b(make (it|that|this|them|those|the)|change|adjust|tweak|update|revise|redo|again|"
-    r"instead|warmer|cooler|brighter|darker|bigger|smaller|softer|bolder|more|less|bit|"
-    r"also|another version|add|remove|replace|swap|from last time|last time|earlier|"
-    r"mach|ändere|ändern|anpassen|pass|nochmal|noch einmal|wieder|stattdessen|wärmer|"
-    r"kühler|heller|dunkler|größer|kleiner|weicher|mehr|weniger|etwas|bisschen|auch|"
-    r"füge|entferne|ersetze|vom letzten mal|von neulich|neulich|letzten mal)\b",
-    re.I,
-)
-# A colour alone changes earlier work ("the poster in blue"), but inside a new generation
-# request it only describes the new subject ("a picture of a green parrot").
-_COLOUR = re.compile(
-    r"\b(blue|red|green|yellow|orange|purple|pink|black|white|"
-    r"blau|blaue|blauem|blauen|rot|rote|roten|grün|grüne|grünen|gelb|gelbe|lila|rosa)\b",
-    re.I,
-)
 _DEICTIC = re.compile(
     r"\b(that|this|it|them|those|the one|the ones|das|dies|es|die von|den von|das von|"
     r"davon|dieses|diese)\b",
     re.I,
 )
-_PERSISTENT = re.compile(
-    r"\b(series|campaign|set of|several|storyboard|project|collection|book|brand kit|"
-    r"\w*serie|reihe|kampagne|mehrere|projekt|sammlung|buch|kinderbuch|markenauftritt)\b",
-    re.I,
-)
-_VIDEO = re.compile(r"\b(video|clip|animate|animation|animiere)\b", re.I)
-_IMAGE = re.compile(
-    r"\b(image|picture|photo|drawing|illustration|bild|foto|zeichnung|generate|generiere)\b",
-    re.I,
-)
-_THREE_D = re.compile(r"\b(3d|3-d|three-dimensional|dreidimensional\w*)\b", re.I)
 _MEDIA_TERMS = {"video", "image"}
 
 
@@ -126,28 +98,41 @@ def _decide_duplicate(cands: list[_Cand]) -> dict[str, object]:
     return {"decision": "new", "reason": "the differing words name another goal"}
 
 
-_FORGET = re.compile(r"^\s*(please\s+)?(forget|vergiss)\b", re.IGNORECASE)
+# The recogniser reads the message alone; with earlier work it names, a message that reads
+# partly as a change ("poster B but with a blue sky") is one, and one that reads partly as
+# multi-part work ("a row of illustrations for a book") is planned as such.
+CHANGE_WITH_CONTEXT = 0.25
+MULTIPART_TOO = 0.35
 
 
-def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
-    if _FORGET.search(text):
-        # Forgetting is irreversible: a small task of its own asks on a forget card.
-        return {"decision": "lightweight", "reason": "a request to forget"}
+def multipart_work(text: str, rec: Recognition) -> bool:
+    """Multi-part work: recognised as such, or partly so, or naming several pieces ("four
+    posters", a numbered storyboard) whatever medium it reads as."""
+    several = (requested(text).count or 0) > 1 and rec.intent in (*MEDIA, "multipart")
+    return rec.intent == "multipart" or rec.scores["multipart"] >= MULTIPART_TOO or several
+
+
+def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str, object]:
+    intent = rec.intent if rec else None
     if m := _TASK_ID.search(text):
         return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
+    if intent == "forget":
+        # Forgetting is irreversible: a small task of its own asks on a forget card.
+        return {"decision": "lightweight", "reason": "a request to forget"}
     terms = [t for t in content_terms(text) if t not in FILLER]
-    new_request = bool(_IMAGE.search(text) or _VIDEO.search(text) or _THREE_D.search(text))
-    followup = bool(_FOLLOWUP.search(text)) or (bool(_COLOUR.search(text)) and not new_request)
     deictic = bool(_DEICTIC.search(text))
     overlap = {c.task_id: len(set(terms) & set(c.terms) - _MEDIA_TERMS) for c in cands}
     best = max(overlap.values(), default=0)
     ties = [c for c in cands if best and overlap[c.task_id] == best]
-    wants_video = bool(_VIDEO.search(text))
-    if _QUESTION.search(text) and not (followup and best):
-        return {"decision": "answer", "reason": "a question main answers"}
-    if _PERSISTENT.search(text) and not (followup and best):
+    change = rec.scores["change"] if rec else 0.0
+    followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
+    multipart = rec is not None and multipart_work(text, rec)
+    named = best >= 2 and (deictic or intent is None)
+    if intent in ("question", "remember", "other", None) and not named:
+        return {"decision": "answer", "reason": f"main answers ({intent or 'unsure'})"}
+    if (intent == "multipart" or multipart) and not followup and not (deictic and best):
         return {"decision": "new", "briefing": text, "reason": "a goal with several steps"}
-    if wants_video and not any(c.kind == "video" or "video" in c.terms for c in ties):
+    if intent == "video" and not any(c.kind == "video" or "video" in c.terms for c in ties):
         # Turning an earlier image into a video is new work with a reference.
         return {"decision": "lightweight", "reason": "a new generation"}
     if ties and (followup or deictic or best >= 2):
@@ -161,9 +146,9 @@ def _decide(text: str, cands: list[_Cand]) -> dict[str, object]:
         if second is None or second.age_s > max(3600, 6 * first.age_s):
             return {"decision": "existing", "task_id": first.task_id, "reason": "the latest"}
         return {"decision": "clarify", "candidate_ids": [first.task_id, second.task_id]}
-    if new_request:
+    if intent in MEDIA:
         return {"decision": "lightweight", "reason": "one generation"}
-    return {"decision": "answer", "reason": "nothing to do yet"}
+    return {"decision": "answer", "reason": "nothing earlier to change"}
 
 
 def route(request: ModelRequest) -> ModelResponse:
@@ -172,15 +157,20 @@ def route(request: ModelRequest) -> ModelResponse:
     if duplicate_check:
         payload = _decide_duplicate(cands)
     else:
-        payload = _decide(text, cands)
+        rec = recognise(text) if text.strip() else None
+        payload = _decide(text, cands, rec)
+        if payload["decision"] == "answer":
+            payload["answer"] = main_answer(text, request, lang, rec.intent if rec else None)
     payload["language"] = lang
-    if payload["decision"] == "answer":
-        payload["answer"] = (
-            capability_answer(text, request, lang)
-            if _QUESTION.search(text)
-            else ("Wobei kann ich helfen?" if lang == "de" else "How can I help?")
-        )
     return _respond(request, payload)
+
+
+def main_answer(text: str, request: ModelRequest, lang: str, intent: str | None) -> str:
+    """Main's own reply when no task takes the message."""
+    if intent == "question":
+        return capability_answer(text, request, lang)
+    keys = {"remember": "remember", "other": "other", "change": "nothing_to_change"}
+    return say(keys.get(intent or "", "unsure"), lang)
 
 
 def capability_answer(text: str, request: ModelRequest, lang: str) -> str:

@@ -22,6 +22,8 @@ from llm.types import (
     Usage,
 )
 from money.catalogue import CATALOGUE, DEFAULT_MODEL
+from routing.text import detect_language
+from standin.intents import recognise
 
 POSTER = re.compile(r"\w*(poster|plakat)\w*", re.IGNORECASE)
 WARMER = re.compile(r"\b(warm\w*|wärmer\w*)", re.IGNORECASE)
@@ -328,6 +330,8 @@ def person_texts(messages: list[Message]) -> list[str]:
     ]
 
 
+# Only trims the leading "forget (that)" off what to forget; recognising a forget request
+# is the recogniser's job.
 _FORGET = re.compile(
     r"^\s*(?:please\s+)?(?:forget|vergiss)\s*,?\s*(?:that|dass)?\s*(?P<what>.+?)[.!]?\s*$",
     re.IGNORECASE,
@@ -337,10 +341,11 @@ _FORGET = re.compile(
 def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | None:
     """ "Forget that our brand colour is blue": ask on a forget card (the memory service
     acts only on the person's confirmation), then say what happened."""
-    m = _FORGET.match(person[0]) if person else None
-    if m is None:
+    if not person or recognise(person[0]).intent != "forget":
         return None
-    lang = "de" if re.match(r"\s*vergiss", person[0], re.IGNORECASE) else "en"
+    m = _FORGET.match(person[0])
+    what = m.group("what") if m else person[0].strip(" .!")
+    lang = detect_language(person[0])
     tail = next(
         (
             b.text
@@ -351,7 +356,7 @@ def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | Non
     )
     answer = _ANSWER.search(tail)
     if answer is None:
-        return _calls(request, [("forget_memory", {"text": m.group("what")})])
+        return _calls(request, [("forget_memory", {"text": what})])
     if answer.group(3) == "confirm":
         reply = "Vergessen." if lang == "de" else "Forgotten."
     else:

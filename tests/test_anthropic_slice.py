@@ -8,7 +8,7 @@ import pytest
 from temporalio.client import Client
 
 from llm.anthropic_provider import AnthropicProvider
-from llm.types import ModelRequest, ModelResponse
+from llm.types import ModelRequest, ModelResponse, ToolUseBlock
 from standin.model import OfflineModel
 from standin.server import create_standin_app
 from tests.helpers import ThreadServer
@@ -26,7 +26,13 @@ async def test_cat_slice_over_anthropic_standin(
     async def responder(request: ModelRequest) -> ModelResponse:
         # The stand-in reads the purpose from the provider's x-lomo-purpose header.
         purposes.append(request.purpose)
-        return await model.complete(request)
+        resp = await model.complete(request)
+        # Not marked as the answer: the tool's result and the job's end go back to the
+        # model, so tool results and cache reads travel the wire too.
+        for block in resp.content:
+            if isinstance(block, ToolUseBlock):
+                block.input.pop("present_when_done", None)
+        return resp
 
     app = create_standin_app(responder)
     with ThreadServer(app) as server:

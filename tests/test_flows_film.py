@@ -84,7 +84,7 @@ async def test_short_film_from_a_storyboard(
             return [t for t in await _replies(st, task_id) if "film is ready" in t]
 
         done = await eventually(finished, within=60)  # woken at the end, names the film
-        assert f"edit → {edit}" in done[-1]
+        assert edit not in done[-1] and "obj_" not in done[-1]  # named, not an id
         async with st.db.session() as s:
             orders = list(await s.scalars(select(GenerationOrder)))
         assert len(orders) == 14 and all(o.status == "succeeded" for o in orders)

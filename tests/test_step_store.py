@@ -116,7 +116,7 @@ async def test_a_step_loads_its_task_and_commits_its_record_once(db: Database) -
     # The status and then the reply, each an event of the person's, in that order.
     events = await _events(db, user)
     assert [(seq, t) for seq, t, _ in events] == [(1, "task.status"), (2, "task.reply")]
-    assert events[1][2] == {"task_id": task_id, "text": "On it."}
+    assert events[1][2] == {"task_id": task_id, "text": "On it.", "turn": 1, "step": 1}
     # The same step again: refused whole (the step's unique key), nothing added.
     with pytest.raises(IntegrityError):
         await store.commit_step(_record(task_id, user, 1, [mid], uses=["x", "y"], reply="Again"))

@@ -140,6 +140,33 @@ async def test_reply_streams_into_the_event_log_before_the_final_text(
     assert max(d["seq"] for d in deltas) < reply["seq"]  # streamed before the final text
 
 
+async def test_a_reconnect_replays_the_reply_so_far(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    async with running_stack(
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        provider=StepScript(),
+        stream_flush_seconds=0.0,
+    ) as st:
+        await _start(st)
+        deltas = [e for e in await _events(st) if e["type"] == DELTA_EVENT]
+        # A client that saw the first three deltas, then lost the stream.
+        seen = deltas[2]["seq"]
+        r = await st.api.get(
+            "/v1/events", params={"once": "true"}, headers={**st.auth, "Last-Event-ID": str(seen)}
+        )
+        again = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    rest = [e["data"] for e in again if e["type"] == DELTA_EVENT]
+    assert rest == [d["data"] for d in deltas[3:]]
+    assert shown_text([d["data"] for d in deltas[:3]] + rest) == shown_text(
+        [d["data"] for d in deltas]
+    )
+
+
 async def test_a_retried_attempt_replaces_the_partial_text(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:

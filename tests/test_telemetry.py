@@ -146,13 +146,13 @@ async def test_one_trace_and_moving_metrics(
     def moved(name: str, **labels: str) -> float:
         return _metric(after, name, **labels) - _metric(before, name, **labels)
 
-    assert moved("lomo_model_steps_total") >= 2  # the tool call, then the reply
+    assert moved("lomo_model_steps_total") >= 1  # the plan; the runtime shows the result
     assert moved("lomo_tool_calls_total", tool="generate_image", status="done") >= 1
     assert moved("lomo_messages_routed_total", kind="lightweight") >= 1
     assert moved("lomo_orders_total", state="succeeded") >= 1
     assert moved("lomo_money_cents_total", entry="reserve") > 0
     assert moved("lomo_money_cents_total", entry="settle") > 0
-    assert moved("lomo_memory_retrieval_seconds_count") >= 2
+    assert moved("lomo_memory_retrieval_seconds_count") >= 1
     # The Temporal SDK's runtime metrics are on the same endpoints.
     assert re.search(r"^temporal_request(_total)?\{", after, re.M), after[:2000]
     assert re.search(r"^temporal_workflow_task_execution_latency_(sum|count)", worker_side, re.M)

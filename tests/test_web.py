@@ -131,6 +131,10 @@ def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[s
             "data-status", "completed", timeout=60_000
         )
         expect(page.locator(".task-list li[data-status=completed]")).to_have_count(1)
+        # The runtime presented the result in the thread, as a link to its task.
+        result = page.locator(".thread li.agent button.result")
+        expect(result).to_have_count(1, timeout=30_000)
+        expect(result).to_contain_text("Here is your image")
         w.screenshot("image")
 
 

@@ -71,6 +71,18 @@ _WHAT = {
 }
 
 
+# The plan's word on the result (docs/architecture.md#waking-the-model): not sent upstream.
+PRESENT_WHEN_DONE = "present_when_done"
+_PRESENT = {
+    "type": "boolean",
+    "description": "true when the finished result is itself the answer (one picture, clip "
+    "or model asked for, nothing to decide once it is there): the platform shows it to the "
+    "person when the job succeeds and does not ask you again. A failed job, or a message "
+    "from the person meanwhile, still comes back to you. Leave it out when the result "
+    "feeds a next step, a selection or a review.",
+}
+
+
 def _spec(kind: str) -> ToolSpec:
     """The model sees the catalogue in the tool itself: models, constraints, prices, so it
     cannot plan a step the platform cannot do and knows what a call costs."""
@@ -86,6 +98,7 @@ def _spec(kind: str) -> ToolSpec:
                 "prompt": {"type": "string"},
                 "model": {"type": "string", "enum": [m.name for m in models]},
                 **_EXTRA_PROPS[kind],
+                PRESENT_WHEN_DONE: _PRESENT,
             },
             "required": ["prompt"],
         },
@@ -114,6 +127,9 @@ class GenerateTool(Tool):
         self.domain = kind  # image | video | audio | 3d: loaded on demand
 
     async def run(self, ctx: ToolCallContext, args: dict[str, Any]) -> ToolResult:
+        # The runtime's flag, read from the journaled call (activities/runtime.py): neither
+        # a parameter of the job nor part of the order.
+        args.pop(PRESENT_WHEN_DONE, None)
         try:
             spec = await self._check(ctx, args)
         except (InvalidInput, NotFound) as e:

@@ -98,12 +98,15 @@ _shared_lock = threading.Lock()
 
 def get_embedder(settings: Settings) -> Embedder:
     """The process-wide embedder the settings ask for (one model load per process)."""
+    return shared_embedder(settings.embedder)
+
+
+def shared_embedder(kind: str) -> Embedder:
+    """The process-wide embedder of this kind ("usem" or "fake"), made on first use."""
     with _shared_lock:
-        if settings.embedder not in _shared:
-            _shared[settings.embedder] = (
-                FakeEmbedder() if settings.embedder == "fake" else UsemEmbedder()
-            )
-        return _shared[settings.embedder]
+        if kind not in _shared:
+            _shared[kind] = FakeEmbedder() if kind == "fake" else UsemEmbedder()
+        return _shared[kind]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -90,6 +90,31 @@ def stop_check(f: TurnFacts) -> Verdict:
     return Verdict("next_turn", "no progress yet; trying again")
 
 
+@dataclass
+class JobsEnded:
+    """The jobs a turn waited on, once they ended and were collected."""
+
+    statuses: dict[str, str]  # order_id -> final status
+    present: list[str]  # planned `present_when_done`: the result is the answer
+    assets: list[str]  # collected into an asset
+    inbox: int = 0  # the person wrote meanwhile
+    open_cards: int = 0
+    paused: bool = False
+
+
+def presents_result(j: JobsEnded, state: TurnState) -> bool:
+    """Wake the model, or present the results and let the stop-check end the turn? Present
+    only when the plan said each result is the answer, each job succeeded into an asset,
+    and nothing asks for a decision: no message, card, pause or open checklist step."""
+    finished = bool(j.statuses) and all(
+        status == "succeeded" and o in j.present and o in j.assets
+        for o, status in j.statuses.items()
+    )
+    waiting = j.inbox or j.open_cards or j.paused
+    planned = state.checklist_open or state.checkpoint_due or state.blocked
+    return finished and not waiting and not planned
+
+
 # The verdicts that park the task on the person: its status is "waiting_user".
 WAITS_FOR_PERSON = ("wait_cards", "wait_input")
 

@@ -10,6 +10,7 @@ Waiting on a job or a card is parked and costs no model call.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -27,10 +28,11 @@ with workflow.unsafe.imports_passed_through():
         StatusInput,
         StepInput,
         ToolInput,
+        ToolOutcome,
         TurnState,
         TurnStateInput,
     )
-    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, stop_check
+    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, presents_result, stop_check
     from workflows.types import TaskInput
 
 from workflows.flow_run import FlowRunWorkflow
@@ -96,7 +98,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         running: StatusInput | None = None
         if self.status != "running":
             self.status = "running"
-            running = StatusInput(self.inp.task_id, "running", "", self.kind)
+            running = StatusInput(self.inp.task_id, "running", "", self.kind, fence=self._fence())
         self.turn += 1
         # The search attribute follows after `running_visible_seconds`, from a timer: an
         # upsert sent with the model step's scheduling would hold the step back by its
@@ -144,14 +146,14 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
             asked_before = set(self.open_cards)
-            work = [
+            work: list[Awaitable[ToolOutcome | None]] = [
                 self._call(cid, ends_with, c.name)
                 for cid, c in zip(call_ids, decision.calls, strict=True)
             ]
             if decision.segment_closed >= 0:
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
-            await asyncio.gather(*work)
+            outcomes = [o for o in await asyncio.gather(*work) if isinstance(o, ToolOutcome)]
             if set(self.open_cards) - asked_before:
                 # A question to the person ends the turn: no more (paid) steps pile up
                 # cards before the person answered.
@@ -161,8 +163,13 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 self._exhausted = False
                 self._asked = decision.asked_person
                 break
+            if outcomes and all(o.present for o in outcomes) and not self.inbox:
+                # The plan says these jobs' results are the answer: until they end there
+                # is nothing to decide, so no model step to acknowledge the submit.
+                self._exhausted = False
+                break
 
-    async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> None:
+    async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> ToolOutcome:
         assert self.inp is not None
         outcome = await workflow.execute_activity_method(
             RuntimeActivities.run_tool,
@@ -174,6 +181,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         self._progress = self._progress or outcome.made_progress
         if outcome.order_id and outcome.order_id not in self.waiting:
             self.waiting[outcome.order_id] = "submitted"
+        if outcome.present and outcome.order_id:
+            self.present_orders.add(outcome.order_id)
         if outcome.card_id:
             pending_call = call_id if outcome.status == "needs_confirmation" else ""
             self.open_cards.setdefault(outcome.card_id, pending_call)
@@ -181,6 +190,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             self._end_state = outcome.turn_state
         if outcome.flow_run:
             await self._start_flow_run(outcome.flow_run)
+        return outcome
 
     async def _start_flow_run(self, run_id: str) -> None:
         """A flow run outlives the turn and the task's continue-as-new (abandoned child);
@@ -238,11 +248,17 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 return
             if verdict.action == "wait_jobs":
                 self.idle_turns = 0
-                await self._await_orders()
-                # A finished job wakes the task only when the plan needs it: a lightweight
-                # task reports its result; a persistent one goes on if steps remain.
+                ended = await self._await_orders()
+                # A finished job wakes the task only when the plan needs it: a result the
+                # plan called the answer is presented with the status that follows (no
+                # model call); otherwise a lightweight task reports its result, and a
+                # persistent one goes on if steps remain.
                 state = await self._turn_state()
                 self._exhausted, self._asked = False, False
+                if presents_result(ended, state):
+                    self._presenting = sorted(ended.statuses)
+                    progress = True
+                    continue
                 if self.kind == "lightweight" or state.checklist_open:
                     if not state.checkpoint_due:
                         self.wake = True

@@ -60,6 +60,10 @@ class TaskState:
         self.consumed: list[str] = []  # the latest CONSUMED_KEPT ids the model has seen
         self.waiting: dict[str, str] = {}  # order_id -> last known status
         self.collected: set[str] = set()
+        # Orders whose call was planned `present_when_done` (their result is the answer),
+        # until their job ends; and the ones the next status write presents.
+        self.present_orders: set[str] = set()
+        self._presenting: list[str] = []
         self.open_cards: dict[str, str] = {}  # card_id -> call_id to run again, or ""
         self.answered: set[str] = set()
         self.idle_turns = 0
@@ -76,9 +80,14 @@ class TaskState:
     async def _set_status(self, status: str, reason: str = "", waiting: bool = False) -> None:
         assert self.inp is not None
         self._upsert(status, waiting)
+        # A presented result goes in with the status the stop-check decided after it (one
+        # reply, written only if that status change applies).
+        present, self._presenting = self._presenting, []
         await self._db_activity(
             RuntimeActivities.set_task_status,
-            StatusInput(self.inp.task_id, status, reason, self.kind),
+            StatusInput(
+                self.inp.task_id, status, reason, self.kind, fence=self._fence(), present=present
+            ),
         )
 
     async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
@@ -87,6 +96,12 @@ class TaskState:
         return await workflow.execute_local_activity_method(
             fn, arg, start_to_close_timeout=DB_TIMEOUT, retry_policy=RETRY
         )
+
+    def _fence(self) -> int:
+        """The fencing token of a status decided now: the workflow time, which grows from
+        one workflow task to the next, also across runs. A worker that resumes a workflow
+        task another worker has redone since writes an older token, and is refused."""
+        return int(workflow.now().timestamp() * 1_000_000)
 
     def _upsert(self, status: str, waiting: bool = False) -> None:
         assert self.inp is not None
@@ -160,6 +175,7 @@ class TaskState:
         self.inbox = list(inp.inbox)
         self.consumed = list(inp.consumed_messages)
         self.waiting = {o: "submitted" for o in inp.waiting_orders}
+        self.present_orders = set(inp.present_orders)
         self.open_cards = dict(inp.open_cards)
         self.answered = set(inp.answered_cards)
         self.idle_turns = inp.idle_turns
@@ -184,6 +200,7 @@ class TaskState:
             inbox=list(self.inbox),
             consumed_messages=list(self.consumed),
             waiting_orders=self._uncollected(),
+            present_orders=sorted(self.present_orders & set(self._uncollected())),
             open_cards=dict(self.open_cards),
             answered_cards=sorted(self.answered & set(self.open_cards)),
             idle_turns=self.idle_turns,

@@ -12,6 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.generation import GenerationActivities
     from activities.types import OrderRef
     from workflows.common import card_unanswered
+    from workflows.stopcheck import JobsEnded
 
 from workflows.task_state import (
     FINAL_ORDER,
@@ -24,13 +25,24 @@ from workflows.task_state import (
 
 
 class TaskWaits(TaskState):
-    async def _await_orders(self) -> None:
+    async def _await_orders(self) -> JobsEnded:
+        """Park until the turn's jobs end, collect them, and say how they ended."""
         await self._set_status("waiting_generation", waiting=True)
+        waited = self._uncollected()
         for order_id in self._open_orders():
             await self._wait_terminal(order_id, honour_stop=True)
-        for order_id in self._uncollected():
-            await self._collect(order_id)
+        assets = [o for o in self._uncollected() if await self._collect(o)]
         await self._set_status("running")
+        present = [o for o in waited if o in self.present_orders]
+        self.present_orders -= set(waited)
+        return JobsEnded(
+            statuses={o: self.waiting[o] for o in waited},
+            present=present,
+            assets=assets,
+            inbox=len(self.inbox),
+            open_cards=len(set(self.open_cards) - self.answered),
+            paused=self.pause_requested,
+        )
 
     async def _wait_terminal(self, order_id: str, honour_stop: bool) -> None:
         """Wait for a job's end: its signal, or a compensating poll after each timer."""
@@ -59,14 +71,16 @@ class TaskWaits(TaskState):
                 )
                 self.waiting[order_id] = st.status
 
-    async def _collect(self, order_id: str) -> None:
-        await workflow.execute_activity_method(
+    async def _collect(self, order_id: str) -> bool:
+        """Collect a finished job; whether it became an asset."""
+        st = await workflow.execute_activity_method(
             GenerationActivities.collect_generation,
             OrderRef(order_id),
             start_to_close_timeout=TOOL_TIMEOUT,
             retry_policy=RETRY,
         )
         self.collected.add(order_id)
+        return st.object_id is not None
 
     async def _wait_for_cards_or_input(self) -> None:
         """Parked on the person; a timer re-reads open cards from the DB in case an

@@ -39,6 +39,8 @@ class TaskInput:
     consumed_messages: list[str] = field(default_factory=list)
     # How long a turn runs before the search attribute shows it `running` (workflows/task.py).
     running_visible_seconds: float = 2.0
+    # Waiting orders whose result is the answer (planned `present_when_done`).
+    present_orders: list[str] = field(default_factory=list)
 
 
 @dataclass

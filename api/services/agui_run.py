@@ -151,10 +151,13 @@ class AgUiRun:
         for r in rows:
             seen = self.calls.get(r.tool_use_id)
             if seen is None:
+                # The step's text message, when the step said something before its call.
                 parent = ":".join(r.call_id.split(":")[:3])
                 out += [
                     ToolCallStartEvent(
-                        tool_call_id=r.tool_use_id, tool_call_name=r.name, parent_message_id=parent
+                        tool_call_id=r.tool_use_id,
+                        tool_call_name=r.name,
+                        parent_message_id=parent if parent in self.texts else None,
                     ),
                     ToolCallArgsEvent(tool_call_id=r.tool_use_id, delta=_json(r.input)),
                     ToolCallEndEvent(tool_call_id=r.tool_use_id),

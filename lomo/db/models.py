@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from lomo import clock
@@ -77,6 +87,9 @@ class Task(Base):
     waiting_on: Mapped[list[Any]] = mapped_column(JSON, default=list)
     status_reason: Mapped[str] = mapped_column(Text, default="")
     briefing: Mapped[str] = mapped_column(Text, default="")
+    # The fencing token of the latest status the task's workflow wrote (its workflow time,
+    # in microseconds): a stale writer's older status is refused (journal/statements.py).
+    status_fence: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -133,8 +133,12 @@ async function start() {
       }
       thread.lines = thread.lines.slice(-30);
       const lines = thread.lines;
+      // A presented result names its assets: the line opens the task that shows them.
+      const line = (i) => (i.object_ids && i.object_ids.length && i.task_id
+        ? h("button", { class: "link result", dataset: { taskId: i.task_id }, onclick: () => select(i.task_id) }, i.text || "")
+        : i.text || "");
       replace(el.thread, h("ul", {}, lines.map((i) =>
-        h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || ""))));
+        h("li", { class: i.type === "task.reply" ? "agent" : "person" }, line(i)))));
     } catch (e) { report(e); }
   }, 150);
   const refreshBudget = debounce(() => renderBudget(el.budget).catch(report), 150);
