@@ -38,21 +38,24 @@ WARM = frozenset({"red", "orange", "yellow", "ochre", "brown", "pink", "cream"})
 COOL = frozenset({"green", "teal", "blue", "purple"})
 
 _WORDS: dict[str, tuple[str, ...]] = {
-    "red": ("red", "scarlet", "crimson", "rot", "rote", "roter", "roten", "rotes", "rotem"),
-    "orange": ("orange", "amber", "tangerine", "orangen", "oranger", "oranges"),
-    "yellow": ("yellow", "gold", "golden", "lemon", "gelb", "gelbe", "gelber", "gelben"),
+    "red": ("red", "scarlet", "crimson", "rot"),
+    "orange": ("orange", "amber", "tangerine"),
+    "yellow": ("yellow", "gold", "golden", "lemon", "gelb"),
     "ochre": ("ochre", "ocher", "mustard", "ocker", "senf", "senfgelb"),
-    "brown": ("brown", "chocolate", "sepia", "braun", "braune", "brauner", "braunen"),
-    "green": ("green", "olive", "grün", "grüne", "grüner", "grünen", "gruen"),
+    "brown": ("brown", "chocolate", "sepia", "braun"),
+    "green": ("green", "olive", "grün", "gruen"),
     "teal": ("teal", "turquoise", "cyan", "petrol", "türkis", "tuerkis"),
-    "blue": ("blue", "navy", "azure", "blau", "blaue", "blauer", "blauen", "blaues"),
-    "purple": ("purple", "violet", "lilac", "lila", "violett", "violette", "lilafarben"),
-    "pink": ("pink", "magenta", "rosa", "pinke", "pinker"),
-    "cream": ("cream", "beige", "ivory", "creme", "beigefarben"),
-    "white": ("white", "weiß", "weiss", "weiße", "weißer", "weißen", "weisse"),
-    "grey": ("grey", "gray", "silver", "grau", "graue", "grauer", "grauen"),
-    "black": ("black", "schwarz", "schwarze", "schwarzer", "schwarzen"),
+    "blue": ("blue", "navy", "azure", "blau"),
+    "purple": ("purple", "violet", "lilac", "lila", "violett"),
+    "pink": ("pink", "magenta", "rosa"),
+    "cream": ("cream", "beige", "ivory", "creme"),
+    "white": ("white", "weiß", "weiss"),
+    "grey": ("grey", "gray", "silver", "grau"),
+    "black": ("black", "schwarz"),
 }
+# German adjective endings ("rote", "blauen", "grünes"); a word is a colour when it is one
+# of the words above, or one of them with such an ending.
+_ENDINGS = ("es", "em", "en", "er", "e", "farben", "farbene", "farbenen", "farbig")
 _COLOUR_OF = {w: name for name, words in _WORDS.items() for w in words}
 WARMER_WORDS = frozenset({"warm", "warmer", "warmth", "wärmer", "waermer", "warme", "warmen"})
 COOLER_WORDS = frozenset(
@@ -84,7 +87,14 @@ def words(text: str) -> list[str]:
 
 def colour_of(word: str) -> str | None:
     """The colour name a single word stands for, if it names one."""
-    return _COLOUR_OF.get(word)
+    name = _COLOUR_OF.get(word)
+    if name is not None:
+        return name
+    for ending in _ENDINGS:
+        stem = word.removesuffix(ending)
+        if stem != word and stem in _COLOUR_OF:
+            return _COLOUR_OF[stem]
+    return None
 
 
 def wish(text: str) -> Wish:
@@ -93,10 +103,10 @@ def wish(text: str) -> Wish:
     for word in words(text):
         for prefix, step in _PREFIXES:
             rest = word.removeprefix(prefix)
-            if rest != word and rest in _COLOUR_OF:
+            if rest != word and colour_of(rest):
                 brighter += step
                 word = rest
-        name = _COLOUR_OF.get(word)
+        name = colour_of(word)
         if name is not None and name not in colours:
             colours.append(name)
         warmer += (word in WARMER_WORDS) - (word in COOLER_WORDS)
@@ -106,9 +116,9 @@ def wish(text: str) -> Wish:
 
 def is_wish_word(word: str) -> bool:
     """A word that speaks about colour or light rather than about the subject."""
-    if word in _COLOUR_OF:
+    if colour_of(word):
         return True
-    if any(word.startswith(p) and word[len(p) :] in _COLOUR_OF for p, _ in _PREFIXES):
+    if any(word.startswith(p) and colour_of(word[len(p) :]) for p, _ in _PREFIXES):
         return True
     return word in WARMER_WORDS | COOLER_WORDS | BRIGHTER_WORDS | DARKER_WORDS
 

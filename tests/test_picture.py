@@ -38,6 +38,23 @@ def _sim(prompt: str, tmp_path: Path, width: int = 320, height: int = 240) -> by
     return render.render("image", params, tmp_path, f"s{abs(hash(prompt))}").read_bytes()
 
 
+@pytest.mark.parametrize(
+    ("text", "wish"),
+    [
+        ("a red tabby cat", colours.Wish(("red",))),
+        ("ein grünes Feld unter blauem Himmel", colours.Wish(("green", "blue"))),
+        ("hellblaues Wasser, etwas wärmer", colours.Wish(("blue",), warmer=1, brighter=1)),
+        ("dunkelrote Rosen, kühler", colours.Wish(("red",), warmer=-1, brighter=-1)),
+        ("lilafarbene Wolken und weiße Schafe", colours.Wish(("purple", "white"))),
+        ("teal and ochre, a bit brighter", colours.Wish(("teal", "ochre"), brighter=1)),
+        ("grey and gray and grau", colours.Wish(("grey",))),
+        ("Bauer mit Hund, darker", colours.Wish(brighter=-1)),
+    ],
+)
+def test_colour_words_in_english_and_german(text: str, wish: colours.Wish) -> None:
+    assert colours.wish(text) == wish
+
+
 def test_size_brightness_and_warmth_of_a_solid_picture() -> None:
     props = read(_solid((200, 100, 50), (64, 48)))
     assert (props.width, props.height) == (64, 48)

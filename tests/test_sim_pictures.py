@@ -91,6 +91,8 @@ def test_darker_and_brighter_move_mean_brightness(
         ("eine rote Katze", 0),
         ("a green meadow", 120),
         ("eine grüne Wiese", 120),
+        ("ein grünes Feld", 120),
+        ("hellblaues Wasser", 210),
         ("a yellow taxi", 60),
         ("a teal wave", 180),
         ("a purple plum", 270),
