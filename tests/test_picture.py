@@ -141,6 +141,12 @@ def test_describe_in_one_line() -> None:
     assert describe(read(_split((235, 130, 40), (120, 75, 40), 0.6))) == (
         "200×100, mostly warm orange and brown, mid-tone"
     )
+    noise = np.random.default_rng(3).integers(0, 256, size=(90, 120, 3), dtype=np.uint8)
+    described = describe(read(_bytes(Image.fromarray(noise))))
+    assert described.startswith("120×90, many colours, most of all ")
+    assert described.endswith(", mid-tone")
+    spread = PictureProps(8, 8, 120.0, 0.0, ())
+    assert describe(spread) == "8×8, many colours, mid-tone"
 
 
 def test_compare_gives_the_deltas() -> None:
@@ -178,7 +184,7 @@ def test_matches_a_brief_against_one_picture() -> None:
     assert matches("kühl und dunkel, ohne Rot", blue).ok
     verdict = matches("a warm orange fox, bright, 512x512", blue)
     assert verdict.off == (
-        "no orange to be seen (mostly cool blue, dark)",
+        "no orange to be seen (cool blue, dark)",
         "not warm: warmth is -160",
         "not bright: brightness is 88",
         "1024×768, not 512×512",

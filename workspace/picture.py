@@ -27,6 +27,8 @@ MEASURE_PIXELS = 1_000_000
 NAME_SIDE = 96
 # A colour is among the picture's colours from this share of its pixels on.
 MIN_SHARE = 0.08
+# The named colours describe a picture when they cover this share of it together.
+MOSTLY = 0.6
 # A comparative ("warmer", "darker") is met by a change of at least this much.
 MIN_STEP = 4.0
 # Without a picture to compare with, a comparative is met past these levels.
@@ -142,9 +144,13 @@ def _light(props: PictureProps) -> str:
 
 def describe(props: PictureProps) -> str:
     """One line, e.g. "1024×768, mostly warm orange and brown, bright"."""
-    names = list(props.names[:3]) or ["mixed colours"]
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return f"{props.width}×{props.height}, mostly {_tone(props)}{listed}, {_light(props)}"
+    size, tone, light = f"{props.width}×{props.height}", _tone(props), _light(props)
+    names = list(props.names[:3])
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    if sum(share for _, share in props.colours[:3]) < MOSTLY:
+        among = f", most of all {listed}" if names else ""
+        return f"{size}, {tone}many colours{among}, {light}"
+    return f"{size}, mostly {tone}{listed}, {light}"
 
 
 def compare(before: PictureProps, after: PictureProps) -> dict[str, object]:
@@ -200,7 +206,7 @@ def matches(
     words = colours.words(text)
     wish = colours.wish(text)
     off: list[str] = []
-    seen = describe(props).split(", ", 1)[1]
+    seen = describe(props).split(", ", 1)[1].removeprefix("mostly ")
     for name in _asked_colours(words):
         if name not in props.names:
             off.append(f"no {name} to be seen ({seen})")
