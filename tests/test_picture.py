@@ -61,6 +61,13 @@ def test_size_brightness_and_warmth_of_a_solid_picture() -> None:
     assert props.brightness == pytest.approx(0.299 * 200 + 0.587 * 100 + 0.114 * 50, abs=0.01)
     assert props.warmth == pytest.approx(150)
     assert read(_solid((10, 20, 240))).warmth == pytest.approx(-230)
+    assert props.as_dict() == {
+        "width": 64,
+        "height": 48,
+        "brightness": props.brightness,
+        "warmth": 150.0,
+        "colours": [{"name": "orange", "share": 1.0}],
+    }
 
 
 def test_means_of_a_large_picture_match_the_full_picture() -> None:
@@ -117,6 +124,12 @@ def test_jpeg_webp_and_transparency() -> None:
         assert (props.width, props.height) == (120, 80)
         assert props.names == ("blue",)
         assert props.warmth == pytest.approx(-160, abs=4)
+    large = Image.new("RGB", (3200, 2400), (235, 130, 40))
+    ImageDraw.Draw(large).rectangle((0, 0, 799, 2399), fill=(40, 90, 200))
+    props = read(_bytes(large, "JPEG", quality=90))
+    assert (props.width, props.height) == (3200, 2400)  # decoded smaller, sized as stored
+    assert props.names == ("orange", "blue")
+    assert props.warmth == pytest.approx(0.75 * 195 + 0.25 * -160, abs=3)
     clear = Image.new("RGBA", (50, 50), (0, 0, 0, 0))
     ImageDraw.Draw(clear).rectangle((0, 0, 9, 49), fill=(200, 40, 40, 255))
     props = read(_bytes(clear))

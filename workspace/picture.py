@@ -56,6 +56,16 @@ class PictureProps:
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.colours)
 
+    def as_dict(self) -> dict[str, object]:
+        """Plain JSON: for a tool result, an event or an activity's output."""
+        return {
+            "width": self.width,
+            "height": self.height,
+            "brightness": self.brightness,
+            "warmth": self.warmth,
+            "colours": [{"name": n, "share": s} for n, s in self.colours],
+        }
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -65,12 +75,15 @@ class Verdict:
     off: tuple[str, ...] = ()
 
 
-def _decode(data: bytes) -> Image.Image:
+def _decode(data: bytes) -> tuple[Image.Image, tuple[int, int]]:
+    """The picture in RGB, and its size as stored (a large JPEG is decoded smaller)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
-            img.draft("RGB", (NAME_SIDE * 8, NAME_SIDE * 8))  # JPEG decodes smaller; exact
+            size = img.size
+            side = int(np.sqrt(MEASURE_PIXELS))
+            img.draft("RGB", (side, side))
             img.load()
     except (OSError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as e:
         raise NotAPicture(f"not a picture that can be read: {e}") from e
@@ -78,8 +91,8 @@ def _decode(data: bytes) -> Image.Image:
         # Transparent parts are seen on a white page.
         rgba = img.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return img.convert("RGB")
+        return Image.alpha_composite(white, rgba).convert("RGB"), size
+    return img.convert("RGB"), size
 
 
 def name_pixels(pixels: np.ndarray) -> list[str]:
@@ -109,10 +122,9 @@ def _shares(img: Image.Image) -> tuple[tuple[str, float], ...]:
 
 def read(data: bytes) -> PictureProps:
     """Measure a picture from its file's bytes; `NotAPicture` when they are none."""
-    img = _decode(data)
-    width, height = img.size
+    img, (width, height) = _decode(data)
     small = img
-    factor = int(np.ceil(np.sqrt(width * height / MEASURE_PIXELS)))
+    factor = int(np.ceil(np.sqrt(img.width * img.height / MEASURE_PIXELS)))
     if factor > 1:
         small = img.reduce(factor)
     px = np.asarray(small, dtype=np.float64)
