@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 import struct
+import unicodedata
 import wave
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ DARK_KEEP = 0.6
 # How much of a revision is the new prompt's colours (the rest is the source picture).
 BLEND = 0.5
 SUBJECT_WORDS = 6
+_WORD = re.compile(r"[^\W\d_]+")
 # Colours a prompt without colour words is painted in, picked by its subject.
 _CHROMATIC = ("red", "orange", "yellow", "ochre", "green", "teal", "blue", "purple", "pink")
 _FILLER = frozenset(
@@ -38,6 +41,7 @@ _FILLER = frozenset(
     give render image images picture pictures photo photos please bit little
     more less very much some same again version variant variants style
     ein eine einen einem einer eines der die das den dem des und oder mit von im in auf für
+    am an beim vom ins zum über unter vor hinter neben
     zu zum zur aus als ist sind bitte mach mache erstelle erzeuge zeichne male zeig bild
     bilder foto fotos mehr weniger sehr noch mal wieder variante
     etwas bisschen""".split()
@@ -64,7 +68,12 @@ def _int_param(params: dict[str, Any], key: str, default: int, lo: int, hi: int)
 
 def subject(prompt: str) -> str:
     """The prompt's words about what is shown: without filler, colour and light words."""
-    kept = [w for w in colours.words(prompt) if w not in _FILLER and not colours.is_wish_word(w)]
+    text = unicodedata.normalize("NFC", prompt)
+    kept = [
+        w
+        for w in _WORD.findall(text)
+        if w.lower() not in _FILLER and not colours.is_wish_word(w.lower())
+    ]
     return " ".join(kept[:SUBJECT_WORDS])
 
 

@@ -122,7 +122,7 @@ def test_the_subject_is_written_into_the_banner(tmp_path: Path) -> None:
     top = fox[: height // 10]
     assert len(np.unique(top.reshape(-1, 3), axis=0)) == 1
     assert render.subject("Generate an image of a red tabby cat, a bit warmer") == "tabby cat"
-    assert render.subject("Mach ein Bild von einem roten Auto, etwas heller") == "auto"
+    assert render.subject("Mach ein Bild von einem roten Auto, etwas heller") == "Auto"
 
 
 def test_same_prompt_same_bytes_and_different_prompts_differ(tmp_path: Path) -> None:
