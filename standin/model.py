@@ -106,12 +106,16 @@ class OfflineModel:
         # model with the next message, beside the earlier call's result.
         if person and (call := _generation_call(request, person, work, runtime_notes)):
             name, args = call
+            blocks: list[TextBlock | ToolUseBlock] = []
             if _lightweight(request):
                 # A single picture (clip, model) asked for: its result is the answer, and
-                # the runtime shows it without asking again.
+                # the runtime shows it without asking again; what is being made is said now.
                 args["present_when_done"] = True
+                kind = kind_word(name.removeprefix("generate_"), lang)
+                blocks.append(TextBlock(say("making", lang, kind=kind, name=work.name)))
+            blocks.append(ToolUseBlock(id=self._tool_id(request), name=name, input=args))
             return ModelResponse(
-                content=[ToolUseBlock(id=self._tool_id(request), name=name, input=args)],
+                content=blocks,
                 stop_reason="tool_use",
                 usage=Usage(input_tokens=_tokens(request), output_tokens=30),
                 model="lomo-offline",

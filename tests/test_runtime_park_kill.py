@@ -73,7 +73,10 @@ async def test_completion_after_worker_death_resumes_once(
         mine = [e for e in events if e["data"].get("task_id") == tid]
         replies = [e for e in mine if e["type"] == "task.reply"]
         assert [e["type"] for e in mine].count("generation.completed") == 1
-        assert len(replies) == 1 and "Here is your image" in replies[0]["data"]["text"]
+        assert [r["data"]["text"].split(" “")[0] for r in replies] == [
+            "I'm making the image",
+            "Here is your image",
+        ]
         async with st.db.session() as s:
             steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == tid)))
         assert [(x.turn, x.step) for x in steps] == [(1, 1)]

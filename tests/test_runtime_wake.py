@@ -61,10 +61,14 @@ async def test_a_lightweight_image_costs_one_model_call(
         replies = await _replies(st, task["task_id"])
     # One inference: it plans the generation; the result needs no second one.
     assert len(model.task_steps) == 1, [r.messages[-1] for r in model.task_steps]
-    # The person still hears of the result, named, in their language, exactly once.
-    assert [r["text"] for r in replies] == [f"Here is your image. ({task['artifacts'][0]})"]
-    assert replies[0]["object_ids"] == task["artifacts"]
-    assert replies[0]["by"] == "runtime"
+    # What is being made is said with the plan; the result is named, in the person's
+    # language, exactly once, by the runtime.
+    making = "I'm making the image “Generate an image of a red tabby cat”; it will appear here"
+    assert replies[0]["text"].startswith(making)
+    assert [r["text"] for r in replies[1:]] == [
+        "Here is your image “Generate an image of a red tabby cat”."
+    ]
+    assert replies[1]["object_ids"] == task["artifacts"] and replies[1]["by"] == "runtime"
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -111,5 +115,8 @@ async def test_a_failed_job_wakes_the_model(
         replies = await _replies(st, task["task_id"])
     # The failure is a decision for the model: it is woken and says so.
     assert len(model.task_steps) == 2
-    assert [r["text"] for r in replies] == ["Die Generierung ist fehlgeschlagen."]
+    assert replies[0]["text"].startswith("Ich mache das Bild")
+    assert [r["text"] for r in replies[1:]] == [
+        "Das Bild „Generiere ein Bild einer Katze“ ging nicht: simulated failure (fail_rate)."
+    ]
     assert task["artifacts"] == []

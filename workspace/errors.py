@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lomo.errors import Conflict, NotFound
+from lomo.errors import Conflict, InvalidInput, NotFound
 
 
 class VersionConflict(Conflict):
@@ -27,3 +27,9 @@ class Deleted(NotFound):
     """The object existed and was deleted by the person (irreversible)."""
 
     code = "deleted"
+
+
+class NotAPicture(InvalidInput):
+    """Bytes that no picture decoder reads (or a picture too large to open safely)."""
+
+    code = "not_a_picture"
