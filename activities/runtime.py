@@ -30,6 +30,7 @@ from activities.types import (
     TurnStateInput,
 )
 from context.build import BuiltContext, build_context
+from context.pictures import wanted
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
 from journal.drafts import DraftKey, ReplyDraft
@@ -56,6 +57,7 @@ from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
 from tools.generation import PRESENT_WHEN_DONE
+from workspace.preview import Preview, PreviewBound, load_previews
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,7 @@ class RuntimeActivities:
         finally:
             for f in searching:
                 f.cancel()  # a no-op once it finished; a failed step drops its search
+        loaded.data.previews = await self._previews(loaded.data)
         built = build_context(loaded.data, self.tools, self.policy, recalled)
         running = _running(inp)
         show = ShowRunning(self.store, running, at, self.deps.settings.running_event_seconds)
@@ -119,6 +122,19 @@ class RuntimeActivities:
                 self.deps, data.task.user_id, data.task.id, query, (profile, unbound)
             )
         )
+
+    async def _previews(self, data: StepData) -> dict[str, Preview]:
+        """The pictures (and described media) this step shows, within the context's bound;
+        their bytes stay in this activity, never in the workflow's history."""
+        ids = wanted(data)
+        if not ids:
+            return {}
+        s = self.deps.settings
+        bound = PreviewBound(
+            s.context_max_images, s.context_max_image_bytes, s.context_image_max_side
+        )
+        async with self.db.session() as session:
+            return await load_previews(session, self.deps.assets, data.task.user_id, ids, bound)
 
     async def _stored(self, inp: StepInput, loaded: StepLoad) -> StepDecision:
         """The decision an earlier attempt stored, with the turn's facts if it ended it."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context.guides import GUIDES, carried_guides, guide_block, guides_text, with_domains
+from context.pictures import shown_images, tail_blocks, with_attachments
 from context.prefix import ProfileLayout, compare_prefix, profile_layout, sha
 from context.segments import ContextPolicy, step_line
 from context.tail import dynamic_tail, task_header, visible_result
@@ -45,6 +46,7 @@ from context.tools import (
 from context.types import CallRow, MsgRow, Recalled, StepData, StepRow, body, call_order
 from llm.types import (
     Block,
+    ImageBlock,
     Message,
     ModelRequest,
     ModelResponse,
@@ -180,6 +182,10 @@ def build_context(
     if conv.messages and conv.point() not in conv.cache_points:
         conv.cache_points.append(conv.point())  # the end of what the next step repeats
     tail, reported_now = _tail(conv, data, recalled or Recalled())
+    in_history = shown_images(history)
+    looked_at = tail_blocks(data, {str(i["object_id"]) for i in in_history})
+    if looked_at:
+        conv.add("user", looked_at)
     specs = request_tools(tools)
     rules = SYSTEM_RULES + "\n" + tools_text(tools)
     if "load_guide" in tools:
@@ -223,13 +229,27 @@ def build_context(
         ("recent_messages", recent_text),
         ("dynamic_tail", tail),
     ]
-    layers: list[dict[str, Any]] = [
-        {"name": n, "text": t, "tokens": estimate_tokens(t) if t else 0, "cached": cached[n]}
-        for n, t in texts
-    ]
+    images = {"recent_messages": in_history, "dynamic_tail": shown_images(looked_at)}
+    layers = _layers(texts, cached, images)
     names = [t.name for t in specs if not t.deferred]
     names += [t.name for d in visible for t in specs if tools[t.name].domain == d]
     return BuiltContext(request, layers, reported_now, prefix, names, len(data.steps))
+
+
+def _layers(
+    texts: list[tuple[str, str]], cached: dict[str, bool], images: dict[str, list[Any]]
+) -> list[dict[str, Any]]:
+    """Each layer's text, its size, whether the cache holds it, and the pictures in it."""
+    return [
+        {
+            "name": n,
+            "text": t,
+            "tokens": estimate_tokens(t) if t else 0,
+            "cached": cached[n],
+            "images": images.get(n, []),
+        }
+        for n, t in texts
+    ]
 
 
 def _window_calls(h: _History) -> list[CallRow]:
@@ -317,14 +337,14 @@ def _recent_steps(conv: _Conversation, h: _History, tools: Tools, seen: _Visible
         if (s.turn, s.step) in h.data.excluded_steps:
             continue
         for m in h.msgs_at.get((s.turn, s.step), []):
-            conv.add("user", [TextBlock(text=m.text)])
+            conv.add("user", with_attachments(m, h.data))
         _step(conv, h, s, tools, seen)
     for at, t in h.profile.notes:
         if at == len(h.data.steps):
             conv.add("user", [TextBlock(text=t)])
     for mid in h.data.message_ids:
         if mid in h.data.messages:
-            conv.add("user", [TextBlock(text=h.data.messages[mid].text)])
+            conv.add("user", with_attachments(h.data.messages[mid], h.data))
 
 
 def _step(conv: _Conversation, h: _History, s: StepRow, tools: Tools, seen: _Visible) -> None:
@@ -404,6 +424,8 @@ def _render(m: Message) -> str:
             out.append(f"{m.role}: {b.text}")
         elif isinstance(b, ToolResultBlock):
             out.append(f"tool_result: {b.content}")
+        elif isinstance(b, ImageBlock):
+            out.append(f"{m.role}: {b.label()}")
         else:
             out.append(f"tool_use: {b.name} {json.dumps(b.input)}")
     return "\n".join(out)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from workspace.preview import Preview
+
 
 @dataclass(slots=True)
 class TaskHead:
@@ -53,6 +55,7 @@ class MsgRow:
     processed_turn: int | None
     processed_step: int | None
     created_at: datetime
+    attachments: tuple[str, ...] = ()  # the objects it points at, shown with it
 
 
 @dataclass(slots=True, frozen=True)
@@ -131,6 +134,9 @@ class StepData:
     profile: Profile = field(default_factory=Profile)
     excluded_steps: set[tuple[int, int]] = field(default_factory=set)
     message_ids: list[str] = field(default_factory=list)  # this step's new messages, in order
+    # What the model is shown of objects (pictures, described media), by object id: loaded
+    # by the step for the attachments of the messages shown and for `focus` (picture_ids).
+    previews: dict[str, Preview] = field(default_factory=dict)
 
 
 def call_order(call_id: str) -> tuple[int, int, int]:

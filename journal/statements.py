@@ -167,6 +167,7 @@ def message_window(ids: bool, from_turn: bool, opening: bool) -> Any:
         MessageRow.processed_turn,
         MessageRow.processed_step,
         MessageRow.created_at,
+        MessageRow.target,
     ).where(MessageRow.task_id == bindparam("task_id"), or_(*shown))
     _MESSAGE_WINDOWS[shape] = stmt
     return stmt

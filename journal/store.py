@@ -298,10 +298,21 @@ def _window_reads(q: StepQuery, steps: list[StepRow], shown: list[StepRow]) -> l
     return reads
 
 
+def _attached(target: dict[str, Any] | None) -> tuple[str, ...]:
+    """The objects a message points at: the one it is about, then its attachments."""
+    t = target or {}
+    ids = [t.get("object_id"), *t.get("attachments", [])]
+    return tuple(dict.fromkeys(str(i) for i in ids if i))
+
+
 def _fill_window(
     data: StepData, shown: list[StepRow], got: list[Rows], forgotten: set[str]
 ) -> None:
-    data.messages = {r[0]: MsgRow(*r) for r in got[0] if r[0] not in forgotten}
+    data.messages = {
+        r[0]: MsgRow(r[0], r[1], r[2], r[3], r[4], _attached(r[5]))
+        for r in got[0]
+        if r[0] not in forgotten
+    }
     if not shown:
         return
     response: dict[int, Any] = dict(got[1])

@@ -16,6 +16,7 @@ import anthropic
 from llm.streaming import TextSink
 from llm.types import (
     Block,
+    ImageBlock,
     Message,
     ModelRequest,
     ModelResponse,
@@ -44,6 +45,9 @@ def _block_to_param(block: Block) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ImageBlock):
+        source = {"type": "base64", "media_type": block.media_type, "data": block.data}
+        return {"type": "image", "source": source}
     content: Any = block.content
     if block.tool_refs:
         # Loading deferred tools: the API expands each reference in place, so the tools

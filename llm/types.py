@@ -38,7 +38,23 @@ class ToolResultBlock:
     tool_refs: list[str] = field(default_factory=list)
 
 
-Block = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass
+class ImageBlock:
+    """A picture shown to the model, as base64 bytes. `ref` says which work it is (object,
+    version, size); it stays on this side and is never sent."""
+
+    media_type: str
+    data: str
+    ref: dict[str, Any] = field(default_factory=dict)
+    type: Literal["image"] = "image"
+
+    def label(self) -> str:
+        r = self.ref
+        size = f" {r['width']}x{r['height']}" if "width" in r else ""
+        return f"[image {r.get('object_id', '?')} v{r.get('version', '?')}{size}]"
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock
 
 
 @dataclass
@@ -125,6 +141,8 @@ def block_from_dict(b: dict[str, Any]) -> Block:
         return TextBlock(text=b["text"])
     if b["type"] == "tool_use":
         return ToolUseBlock(id=b["id"], name=b["name"], input=b["input"])
+    if b["type"] == "image":
+        return ImageBlock(media_type=b["media_type"], data=b["data"], ref=dict(b.get("ref", {})))
     return ToolResultBlock(
         tool_use_id=b["tool_use_id"],
         content=b["content"],

@@ -168,6 +168,11 @@ class Settings(BaseSettings):
     tool_output_page_chars: int = 4000  # the largest page `read_output` returns
     context_segment_steps: int = 25  # steps per history segment, summarized once closed
     context_recent_steps: int = 8  # at least this many latest steps stay verbatim
+    # Pictures in one context (context/pictures.py): how many, how much base64 in all, and
+    # the longest side they are scaled down to.
+    context_max_images: int = Field(default=4, ge=0, le=20)
+    context_max_image_bytes: int = Field(default=1_500_000, ge=0)
+    context_image_max_side: int = Field(default=768, ge=64, le=1568)
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:

@@ -13,6 +13,8 @@ breakpoint, or a few blocks before one, that an earlier request wrote counts as
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import logging
@@ -27,6 +29,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from llm.anthropic_provider import PURPOSE_HEADER
 from llm.types import (
     Block,
+    ImageBlock,
     Message,
     ModelRequest,
     ModelResponse,
@@ -85,6 +88,8 @@ def _parse_block(b: Any) -> Block | None:
             if not isinstance(raw, dict):
                 raise BadRequest("tool_use.input must be an object")
             return ToolUseBlock(id=str(b["id"]), name=str(b["name"]), input=raw)
+        if kind == "image":
+            return _parse_image(b)
         if kind == "tool_result":
             inner = b.get("content")
             refs = [
@@ -102,6 +107,24 @@ def _parse_block(b: Any) -> Block | None:
         raise BadRequest(f"{kind} block is missing {exc.args[0]!r}") from exc
     log.debug("stand-in ignores content block of type %r", kind)
     return None
+
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _parse_image(b: dict[str, Any]) -> ImageBlock:
+    """As the API checks an image: base64 source, a supported type, bytes that decode."""
+    source = b.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        raise BadRequest("image.source must be a base64 source")
+    media_type, data = source.get("media_type"), source.get("data")
+    if media_type not in IMAGE_TYPES:
+        raise BadRequest(f"image.source.media_type must be one of {', '.join(IMAGE_TYPES)}")
+    try:
+        base64.b64decode(str(data), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest("image.source.data is not base64") from exc
+    return ImageBlock(media_type=str(media_type), data=str(data))
 
 
 def _parse_content(content: Any) -> list[Block]:

@@ -49,6 +49,14 @@ class TaskList(BaseModel):
     )
 
 
+class ShownImage(BaseModel):
+    object_id: str
+    version: int
+    media_type: str
+    width: int
+    height: int
+
+
 class ContextLayer(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
@@ -57,6 +65,9 @@ class ContextLayer(BaseModel):
     cached: bool | str = Field(
         description="true: the same bytes as the step before (the prompt cache serves "
         'them); "partly": the history up to that step'
+    )
+    images: list[ShownImage] = Field(
+        default_factory=list, description="the pictures the model was shown in this layer"
     )
 
 
