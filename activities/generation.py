@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, NoReturn
 
+from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.types import OrderRef, OrderState
+from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
+from lomo.errors import NotFound
 from lomo.events import append_event
 from money.orders import (
     OFF_ORIGIN,
@@ -21,8 +24,19 @@ from money.orders import (
     submit_unclear,
 )
 from tools.base import ToolDeps
-from tools.generation import MEDIA, fail, job_request, keep_job_id, now, post_job, refused
-from workspace.store import create_asset
+from tools.generation import (
+    MEDIA,
+    fail,
+    job_request,
+    keep_job_id,
+    now,
+    post_job,
+    reference_url,
+    refused,
+)
+from workspace.errors import NotAPicture
+from workspace.picture import PictureProps, matches, read
+from workspace.store import create_asset, get_version
 
 
 class GenerationActivities:
@@ -49,7 +63,7 @@ class GenerationActivities:
                 # answers that key's job (racing the submit in flight is harmless).
                 if not await claim_submit(s, order.id, again=True):
                     return OrderState(order.id, order.status)
-                body = job_request(order, settings)
+                body = job_request(order, settings, await reference_url(s, order))
         if body is not None:
             posted = await post_job(self.deps, body)  # unclear again: Temporal retries
             if posted.status_code >= 400:
@@ -113,6 +127,46 @@ class GenerationActivities:
             )
             return OrderState(order.id, order.status, obj.id)
 
+    @activity.defn(name="review_results")
+    async def review_results(self, inp: ReviewInput) -> ReviewOutcome:
+        """Do the pictures meet their briefs? Each result is measured (colours, warmth,
+        brightness, size) against its prompt's words, and against the picture it revised
+        when it names one. Read-only: the same bytes give the same verdict on a retry."""
+        misses: dict[str, list[str]] = {}
+        for order_id in inp.order_ids:
+            off = await self._review(inp.task_id, order_id)
+            if off:
+                misses[order_id] = off
+        return ReviewOutcome(misses)
+
+    async def _review(self, task_id: str, order_id: str) -> list[str]:
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, order_id)
+            if order is None or order.task_id != task_id or order.kind != "image":
+                return []
+            after = await self._picture(s, order.workspace_id, order.object_id)
+            before = await self._picture(
+                s, order.workspace_id, order.params.get("reference_object_id")
+            )
+        if after is None:
+            return []
+        verdict = matches(str(order.params.get("prompt", "")), after, before)
+        return list(verdict.off)
+
+    async def _picture(
+        self, s: AsyncSession, user_id: str, object_id: object
+    ) -> PictureProps | None:
+        if not object_id:
+            return None
+        try:
+            _, ver = await get_version(s, user_id, str(object_id))
+            if not ver.blob_path:
+                return None
+            data = await self.deps.assets.get(ver.blob_path)
+            return await asyncio.to_thread(read, data)
+        except (NotFound, NotAPicture):
+            return None
+
     async def _download(self, order_id: str, url: str) -> bytes:
         """The result's bytes, streamed and counted: past the upload cap it is dropped
         before it is held whole (a declared Content-Length over it is not even read)."""
@@ -142,4 +196,4 @@ class GenerationActivities:
         raise ApplicationError(f"order {order_id}: {reason}", non_retryable=True)
 
     def all(self) -> list[Any]:
-        return [self.poll_generation, self.collect_generation]
+        return [self.poll_generation, self.collect_generation, self.review_results]

@@ -129,6 +129,19 @@ class OrderRef:
 
 
 @dataclass
+class ReviewInput:
+    task_id: str
+    order_ids: list[str]
+
+
+@dataclass
+class ReviewOutcome:
+    """What a turn's results miss of their briefs, in words, per order (empty: all met)."""
+
+    misses: dict[str, list[str]]
+
+
+@dataclass
 class OrderState:
     order_id: str
     status: str  # created | submitted | queued | running | succeeded | failed

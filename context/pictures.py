@@ -16,14 +16,23 @@ from llm.types import Block, ImageBlock, TextBlock
 from workspace.preview import Preview
 
 
+RESULT_LABEL = "[runtime] the result to look at:"
+BEFORE_LABEL = "[runtime] the picture it revised:"
+
+
 def focus(data: StepData) -> list[str]:
-    """The results this step should look at."""
+    """The results this step should look at (each after the picture it revised, if any)."""
     reported = {o for st in data.steps for o in st.reported_orders or []}
     done = [o for o in data.orders if o.status == "succeeded" and o.object_id]
-    fresh = [str(o.object_id) for o in done if o.id not in reported]
+    fresh = [o for o in done if o.id not in reported]
     if not fresh and done and _about_earlier_work(data):
-        fresh = [str(done[-1].object_id)]
-    return list(dict.fromkeys(fresh))
+        fresh = [done[-1]]
+    ids = [i for o in fresh for i in (o.reference, o.object_id) if i]
+    return list(dict.fromkeys(ids))
+
+
+def _revised(data: StepData) -> set[str]:
+    return {o.reference for o in data.orders if o.reference}
 
 
 def _about_earlier_work(data: StepData) -> bool:
@@ -41,28 +50,33 @@ def wanted(data: StepData) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def blocks(p: Preview) -> list[Block]:
+ATTACHED_LABEL = "[runtime] attached:"
+
+
+def blocks(p: Preview, label: str = ATTACHED_LABEL) -> list[Block]:
+    """The picture after a line saying what it is (a runtime line: not the person's words)."""
+    line = TextBlock(text=f"{label} {p.note}")
     if not p.data:
-        return [TextBlock(text=p.note)]
-    image = ImageBlock(media_type=p.media_type, data=p.data, ref=p.view())
-    return [TextBlock(text=p.note), image]
+        return [line]
+    return [line, ImageBlock(media_type=p.media_type, data=p.data, ref=p.view())]
 
 
 def with_attachments(m: MsgRow, data: StepData) -> list[Block]:
     out: list[Block] = [TextBlock(text=m.text)]
     for oid in m.attachments:
         p = data.previews.get(oid)
-        out += blocks(p) if p else [TextBlock(text=f"[attached {oid}: not shown here]")]
+        out += blocks(p) if p else [TextBlock(text=f"{ATTACHED_LABEL} {oid}, not shown here")]
     return out
 
 
 def tail_blocks(data: StepData, shown: set[str]) -> list[Block]:
-    """The focus pictures not already in the history."""
+    """The focus pictures not already in the history, each with what it is."""
     out: list[Block] = []
+    revised = _revised(data)
     for oid in focus(data):
         p = data.previews.get(oid)
         if p is not None and oid not in shown:
-            out += [TextBlock(text="[runtime] the result to look at:"), *blocks(p)]
+            out += blocks(p, BEFORE_LABEL if oid in revised else RESULT_LABEL)
     return out
 
 

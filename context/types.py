@@ -87,6 +87,7 @@ class OrderRow:
     status: str
     object_id: str | None
     error: str | None
+    reference: str | None = None  # the picture a revision started from
 
 
 @dataclass(slots=True, frozen=True)

@@ -110,6 +110,7 @@ ORDERS = select(
     GenerationOrder.status,
     GenerationOrder.object_id,
     GenerationOrder.error,
+    GenerationOrder.params,
 ).where(GenerationOrder.task_id == bindparam("task_id"))
 RECENT_ASSETS = (
     select(WorkObject.id, WorkObject.name, WorkObject.created_at)

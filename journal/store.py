@@ -126,7 +126,7 @@ class StepStore:
             calls=[],
             items=[ItemRow(*row) for row in r["items"]],
             cards=[CardRow(*row) for row in r["cards"]],
-            orders=[OrderRow(*row) for row in r["orders"]],
+            orders=[_order(row) for row in r["orders"]],
             assets=[AssetRow(*row) for row in r["assets"]],
             profile=Profile(memory.profile_text, memory.profile_version, tuple(memory.version_ids)),
             excluded_steps={(t, n) for tid, t, n in excl.step_keys if tid == q.task_id},
@@ -296,6 +296,11 @@ def _window_reads(q: StepQuery, steps: list[StepRow], shown: list[StepRow]) -> l
         reads.append(Query(st.RESPONSES, {"ids": [s.id for s in shown]}))
         reads.append(Query(st.WINDOW_CALLS, {"task_id": q.task_id, "since": since}))
     return reads
+
+
+def _order(r: Any) -> OrderRow:
+    ref = (r[5] or {}).get("reference_object_id")
+    return OrderRow(r[0], r[1], r[2], r[3], r[4], str(ref) if ref else None)
 
 
 def _attached(target: dict[str, Any] | None) -> tuple[str, ...]:

@@ -59,6 +59,9 @@ class Faults(BaseModel):
     latency_scale: float = Field(default=1.0, ge=0)
     # Serve results under this Content-Type instead of the file's own (a lying upstream).
     result_content_type: str | None = None
+    # The next N image jobs ignore their prompt: a revision comes back as the picture it
+    # revised (a model that missed the brief).
+    ignore_brief_jobs: int = Field(default=0, ge=0, le=100)
 
 
 class FaultsUpdate(BaseModel):
@@ -72,6 +75,7 @@ class FaultsUpdate(BaseModel):
     fail_rate: float | None = Field(default=None, ge=0, le=1)
     latency_scale: float | None = Field(default=None, ge=0)
     result_content_type: str | None = None
+    ignore_brief_jobs: int | None = Field(default=None, ge=0, le=100)
 
 
 def _error(status: int, error: str, detail: Any) -> JSONResponse:
@@ -207,8 +211,12 @@ class Simulator:
             self._update(job, status="failed", error="simulated failure (fail_rate)")
         else:
             try:
+                params = job["params"]
+                if job["kind"] == "image" and self.faults.ignore_brief_jobs > 0:
+                    self.faults.ignore_brief_jobs -= 1
+                    params = {**params, "prompt": ""}
                 path = await asyncio.to_thread(
-                    render.render, job["kind"], job["params"], self.files_dir, job_id
+                    render.render, job["kind"], params, self.files_dir, job_id
                 )
                 url = f"{job['base_url']}/files/{path.name}"
                 self._update(

@@ -29,6 +29,7 @@ from standin.intents import MEDIA, recognise
 from standin.notes import notes_of, notes_step
 from standin.replies import kind_word, ready, say
 from standin.requested import requested, work_name
+from standin.review import Review, review
 from standin.router import multipart_work
 from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
 
@@ -190,13 +191,35 @@ def _after_generation(
 ) -> ModelResponse | None:
     """The runtime's note that a generation ended: show the result by name, or say why not."""
     if _SUCCEEDED.search(runtime_notes):
-        return _text(ready(work.kind, lang, work.name), request)
+        looked = review(request.messages)
+        if looked is None or looked.verdict.ok:
+            return _text(ready(work.kind, lang, work.name), request)
+        return _after_review(request, lang, work, looked)
     if (i := runtime_notes.find("generation failed")) >= 0:
         why = runtime_notes[i:].split(":", 2)[-1].split("\n")[0].strip()
         reason = _OBJECT_ID.sub("", why).strip(" .") or "—"
         failed = say("failed", lang, kind=kind_word(work.kind, lang), name=work.name)
         return _text(failed + reason + ".", request)
     return None
+
+
+def _after_review(request: ModelRequest, lang: str, work: _Work, looked: Review) -> ModelResponse:
+    """A result that misses its brief is made once more; a second miss is presented with
+    a note saying what is off."""
+    off = "; ".join(looked.verdict.off)
+    kind = kind_word(work.kind, lang)
+    if looked.remakes_left <= 0:
+        return _text(ready(work.kind, lang, work.name) + say("still_off", lang, off=off), request)
+    again = ToolUseBlock(
+        id=f"toolu_remake_{len(request.messages)}", name=looked.call.name, input=looked.call.input
+    )
+    text = TextBlock(say("remaking", lang, kind=kind, name=work.name, off=off))
+    return ModelResponse(
+        content=[text, again],
+        stop_reason="tool_use",
+        usage=Usage(input_tokens=_tokens(request), output_tokens=40),
+        model="lomo-offline",
+    )
 
 
 def _after_tools(

@@ -50,6 +50,14 @@ _SAY = {
         "Hier gibt es noch nichts, was ich ändern könnte. Sag mir zuerst, was ich machen "
         "soll: ein Bild, ein Video, Audio oder ein 3D-Modell.",
     ),
+    "remaking": (
+        "The {kind} “{name}” misses the brief ({off}); I'm making it once more.",
+        "Das {kind} „{name}“ trifft die Vorgabe nicht ({off}); ich mache es noch einmal.",
+    ),
+    "still_off": (
+        " Note: {off}.",
+        " Hinweis: {off}.",
+    ),
     "making": (
         "I'm making the {kind} “{name}”; it will appear here when it is ready.",
         "Ich mache das {kind} „{name}“; es erscheint hier, sobald es fertig ist.",

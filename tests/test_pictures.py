@@ -88,7 +88,9 @@ def test_an_attachment_is_shown_with_its_message() -> None:
     images = [b for b in last if isinstance(b, ImageBlock)]
     assert texts[0] == "a poster in the style of this" and len(images) == 1
     i = next(k for k, b in enumerate(last) if isinstance(b, ImageBlock))
-    assert isinstance(last[i - 1], TextBlock) and "obj_ref" in last[i - 1].text  # named
+    named = last[i - 1]
+    assert isinstance(named, TextBlock) and named.text.startswith("[runtime] attached:")
+    assert "obj_ref" in named.text
     layers = {layer["name"]: layer for layer in built.layers}
     want = {
         "object_id": "obj_ref",

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from llm.types import ToolSpec
 from lomo import clock
@@ -186,7 +187,7 @@ class GenerateTool(Tool):
                 return _submitted(order.id)  # another attempt is submitting; polls resolve it
             if not await claim_submit(s, order_id, again=resend):
                 return _submitted(order.id)
-            body = job_request(order, settings)
+            body = job_request(order, settings, await reference_url(s, order))
         try:
             r = await post_job(self.deps, body)
         except (httpx.ConnectError, httpx.ConnectTimeout):
@@ -213,11 +214,27 @@ class GenerateTool(Tool):
         return error(reason, failed_order=order_id)
 
 
-def job_request(order: GenerationOrder, settings: Settings) -> dict[str, Any]:
+async def reference_url(s: AsyncSession, order: GenerationOrder) -> str | None:
+    """Where the upstream made the reference picture, when an earlier job of this person
+    made it: a revision then starts from that picture, not only from the words."""
+    ref = order.params.get("reference_object_id")
+    if not ref:
+        return None
+    q = select(GenerationOrder.result_url).where(
+        GenerationOrder.object_id == str(ref),
+        GenerationOrder.workspace_id == order.workspace_id,
+    )
+    return await s.scalar(q.limit(1))
+
+
+def job_request(
+    order: GenerationOrder, settings: Settings, reference_url: str | None = None
+) -> dict[str, Any]:
+    params = {**order.params, "reference_url": reference_url} if reference_url else order.params
     return {
         "kind": order.kind,
         "model": order.model,
-        "params": order.params,
+        "params": params,
         "callback_url": f"{settings.resolved_api_url}/v1/generation/callbacks",
         "idempotency_key": order.idempotency_key,
     }

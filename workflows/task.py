@@ -255,7 +255,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 # persistent one goes on if steps remain.
                 state = await self._turn_state()
                 self._exhausted, self._asked = False, False
-                if presents_result(ended, state):
+                if presents_result(ended, state) and await self._results_meet_briefs(
+                    sorted(ended.statuses)
+                ):
                     self._presenting = sorted(ended.statuses)
                     progress = True
                     continue

@@ -10,7 +10,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.generation import GenerationActivities
-    from activities.types import OrderRef
+    from activities.types import OrderRef, ReviewInput
     from workflows.common import card_unanswered
     from workflows.stopcheck import JobsEnded
 
@@ -81,6 +81,19 @@ class TaskWaits(TaskState):
         )
         self.collected.add(order_id)
         return st.object_id is not None
+
+    async def _results_meet_briefs(self, order_ids: list[str]) -> bool:
+        """A result is presented unasked only when it meets its brief; one that misses it
+        wakes the model, which sees the picture and decides (make it again, or say what
+        is off)."""
+        assert self.inp is not None
+        review = await workflow.execute_activity_method(
+            GenerationActivities.review_results,
+            ReviewInput(self.inp.task_id, order_ids),
+            start_to_close_timeout=TOOL_TIMEOUT,
+            retry_policy=RETRY,
+        )
+        return not review.misses
 
     async def _wait_for_cards_or_input(self) -> None:
         """Parked on the person; a timer re-reads open cards from the DB in case an
