@@ -15,7 +15,6 @@ from context.types import MsgRow, StepData
 from llm.types import Block, ImageBlock, TextBlock
 from workspace.preview import Preview
 
-
 RESULT_LABEL = "[runtime] the result to look at:"
 BEFORE_LABEL = "[runtime] the picture it revised:"
 
