@@ -13,10 +13,7 @@ from __future__ import annotations
 
 from context.types import MsgRow, StepData
 from llm.types import Block, ImageBlock, TextBlock
-from workspace.preview import Preview
-
-RESULT_LABEL = "[runtime] the result to look at:"
-BEFORE_LABEL = "[runtime] the picture it revised:"
+from workspace.preview import ATTACHED_LABEL, BEFORE_LABEL, RESULT_LABEL, Preview
 
 
 def focus(data: StepData) -> list[str]:
@@ -47,9 +44,6 @@ def wanted(data: StepData) -> list[str]:
     newest = sorted(data.messages.values(), key=lambda m: m.created_at, reverse=True)
     ids = [*focus(data), *(a for m in newest for a in m.attachments)]
     return list(dict.fromkeys(ids))
-
-
-ATTACHED_LABEL = "[runtime] attached:"
 
 
 def blocks(p: Preview, label: str = ATTACHED_LABEL) -> list[Block]:

@@ -8,10 +8,10 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from context.pictures import BEFORE_LABEL, RESULT_LABEL
 from llm.types import ImageBlock, Message, TextBlock, ToolUseBlock
 from workspace.errors import NotAPicture
 from workspace.picture import PictureProps, Verdict, matches, read
+from workspace.preview import BEFORE_LABEL, RESULT_LABEL
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ from workspace.blobs import BlobStore
 from workspace.media import base_type
 
 PICTURE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+# The runtime lines before a picture in a context: what the picture is (any model reads
+# them; the offline model finds the pictures it reviews by them).
+ATTACHED_LABEL = "[runtime] attached:"
+RESULT_LABEL = "[runtime] the result to look at:"
+BEFORE_LABEL = "[runtime] the picture it revised:"
 
 
 @dataclass(frozen=True, slots=True)
