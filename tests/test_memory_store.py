@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, utcnow
+from lomo.db.pages import Page
 from lomo.db.query import run
 from memory.context import exclusions, memory_for_context, usage_queries
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion, ProfileSnapshot, Summary
@@ -40,8 +41,15 @@ async def _forget(env: Env, memory_id: str | None = None, text: str | None = Non
 
 
 async def _memories(env: Env, scope: str | None = None) -> list[dict[str, Any]]:
-    async with env.db.session() as s:
-        return await list_memories(s, env.user_id, scope)
+    """Every active memory, page by page (a page of 2 so the paging is exercised too)."""
+    out: list[dict[str, Any]] = []
+    after: str | None = None
+    while True:
+        async with env.db.session() as s:
+            rows, after = await list_memories(s, env.user_id, scope, Page(2, after))
+        out += rows
+        if after is None:
+            return out
 
 
 async def _vector_count(env: Env) -> int:
@@ -64,7 +72,7 @@ async def test_article_example_refine_then_forget(env: Env) -> None:
     assert (m2["version"], m2["relation"]) == (2, "REFINE")
     assert "cream white" in m2["content"]
     async with env.db.session() as s:
-        chain = await history(s, env.user_id, m1["memory_id"])
+        chain = await history(s, env.user_id, m1["memory_id"], Page(200))
         prof = await profile(s, env.user_id)
     assert [(v["version"], v["status"]) for v in chain["versions"]] == [
         (1, "superseded"),
@@ -82,7 +90,7 @@ async def test_article_example_refine_then_forget(env: Env) -> None:
     assert sorted(out.deleted_version_ids) == sorted(v["version_id"] for v in chain["versions"])
     assert await _memories(env) == []
     async with env.db.session() as s:
-        chain = await history(s, env.user_id, m1["memory_id"])
+        chain = await history(s, env.user_id, m1["memory_id"], Page(200))
         prof = await profile(s, env.user_id)
         old = list(await s.scalars(select(ProfileSnapshot)))
         excl = await exclusions(s, env.user_id)
@@ -189,7 +197,7 @@ async def test_time_changing_fact_keeps_both_and_unrelated_facts_stay(env: Env) 
     }
     colour = next(m for m in await _memories(env) if m["attribute"] == "main_colour")
     async with env.db.session() as s:
-        chain = (await history(s, env.user_id, colour["memory_id"]))["versions"]
+        chain = (await history(s, env.user_id, colour["memory_id"], Page(200)))["versions"]
     assert [(v["relation"], v["status"]) for v in chain] == [
         ("ORIGIN", "superseded"),
         ("CHANGE", "active"),
