@@ -143,7 +143,7 @@ def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
     if last is not None:
         for b in last.content:
             if isinstance(b, TextBlock) and b.text.startswith("[runtime]"):
-                tail = b.text
+                tail += b.text + "\n"  # the tail's lines, and those naming its pictures
             elif isinstance(b, ToolResultBlock):
                 results.append(b.content)
     items = [
