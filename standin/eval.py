@@ -1,6 +1,6 @@
 """Held-out accuracy of the intent recogniser, per intent and per language.
 
-python -m standin.eval tests/data/heldout_intents.jsonl
+python -m standin.eval tests/data/heldout_intents_v2.jsonl
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0] if argv else "tests/data/heldout_intents.jsonl")
+    path = Path(argv[0] if argv else "tests/data/heldout_intents_v2.jsonl")
     report = evaluate(read_rows(path), recogniser())
     print("\n".join(report.lines()))
     return 0

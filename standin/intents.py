@@ -4,14 +4,18 @@
 A softmax classifier over the embeddings is fitted, at load, on the labelled examples in
 `standin/examples/intents.jsonl`: in 5-fold cross-validation on those examples it beat
 nearest-neighbour voting (92 % against 84 %), because it learns which directions of the
-space tell intents apart rather than which topic a request shares with an example. Below
+space tell intents apart rather than which topic a request shares with an example.
+People write casually (no capitals, no punctuation) and the embedder is sensitive to
+surface form, so every example is also learnt in its plain form and a request is read as
+the mean of its own and its plain form's embedding (5-fold cross-validation on the
+examples, 3 shuffles: 89.8 % without, 91.3 % with both, 3000 epochs and `P_MIN` 0.25). Below
 `P_MIN` the answer is "unsure" (chosen on the same cross-validation), and so it is for a
 message farther than `NEAR_MIN` from every example: the classifier would still pick an
 intent for gibberish, the distance says nobody asked anything like it. Every example's
 nearest other example is at 0.37 or closer; new requests sit farther out than examples
 among themselves, so the floor is set well below that. The examples are the
-recogniser's only knowledge; tests/data/heldout_intents.jsonl measures it and is never
-added here.
+recogniser's only knowledge; tests/data/heldout_intents_v2.jsonl measures it (written
+before it was tuned, never looked at while tuning) and none of its requests is added here.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ INTENTS = (
 )
 MEDIA = ("image", "video", "audio", "3d")
 EXAMPLES = Path(__file__).parent / "examples" / "intents.jsonl"
-P_MIN = 0.35
+P_MIN = 0.25
 NEAR_MIN = 0.3
 _IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|msg)_[0-9a-z]+\b")
-# Full-batch gradient descent from zero: deterministic, ~0.3 s for a few hundred examples.
-_L2, _EPOCHS, _RATE = 1e-4, 1000, 4.0
+_MARKS = re.compile(r"[^\w\s'-]")
+# Full-batch gradient descent from zero: deterministic, about a second for the examples.
+_L2, _EPOCHS, _RATE = 1e-4, 3000, 4.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,11 @@ class Recognition:
 def load_examples(path: Path = EXAMPLES) -> list[tuple[str, str]]:
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
     return [(str(r["text"]), str(r["intent"])) for r in rows]
+
+
+def plain_form(text: str) -> str:
+    """Lower case without punctuation: the form casual writers use."""
+    return " ".join(_MARKS.sub(" ", text.lower()).split()) or "."
 
 
 def decide(scores: dict[str, float], nearest: float = 1.0) -> Recognition:
@@ -96,14 +106,18 @@ class Recogniser:
 
     def __init__(self, embedder: Embedder, examples: list[tuple[str, str]]) -> None:
         self._embedder = embedder
-        self._vectors = np.array(embedder.embed([text for text, _ in examples]))
+        texts = [text for text, _ in examples]
+        self._vectors = np.array(embedder.embed(texts))
+        plain = np.array(embedder.embed([plain_form(t) for t in texts]))
         labels = np.array([INTENTS.index(intent) for _, intent in examples])
-        self._w, self._b = fit(self._vectors, labels)
+        self._w, self._b = fit(np.vstack([self._vectors, plain]), np.concatenate([labels, labels]))
 
     def recognise(self, text: str) -> Recognition:
         # Object and task ids carry no meaning for the embedder, only noise.
         plain = " ".join(_IDS.sub(" ", text).split()) or "."
-        vec = np.array(self._embedder.embed([plain])[0])
+        both = np.array(self._embedder.embed([plain, plain_form(plain)]))
+        vec = both.mean(axis=0)
+        vec /= np.linalg.norm(vec) or 1.0
         probs = _softmax(vec @ self._w + self._b)
         scores = {i: float(p) for i, p in zip(INTENTS, probs, strict=True)}
         return decide(scores, float((self._vectors @ vec).max()))

