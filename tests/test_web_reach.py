@@ -150,17 +150,20 @@ def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(
         expect(page.locator(".task-detail .task-thread li.agent").first).to_be_visible()
         w.screenshot("reply-done")
 
-    def sent() -> bool:
-        with _api(stack) as api:
-            items = api.get("/v1/thread", params={"limit": 1000}).json()["items"]
-        return any(
-            i["type"] == "message.received"
-            and i.get("text") == "Make the first one brighter\nwith a sun"
-            and i.get("task_id") == task
+        # The person's reply stands in the task's own lines too.
+        mine = page.locator(".task-detail .task-thread li.person", has_text="with a sun")
+        expect(mine).to_have_count(1, timeout=30_000)
+    with _api(stack) as api:
+        items = api.get("/v1/thread", params={"limit": 1000}).json()["items"]
+        ids = [
+            i["message_id"]
             for i in items
-        )
-
-    until(sent, 30, "the reply reached its task")
+            if i["type"] == "message.received"
+            and i.get("text") == "Make the first one brighter\nwith a sun"
+        ]
+        assert len(ids) == 1, ids
+        routing = api.get(f"/v1/messages/{ids[0]}").json()["routing"]
+    assert routing["task_id"] == task and routing["deterministic"], routing
 
 
 def test_every_control_is_reached_by_keyboard_with_a_visible_focus(

@@ -41,7 +41,8 @@ whenUnauthorized(() => {
 });
 
 async function start() {
-  const state = { selected: null, progress: new Map(), lastMessage: null, drafts: new Drafts() };
+  // messageTask: where this page's messages went (the thread's events do not say).
+  const state = { selected: null, progress: new Map(), lastMessage: null, drafts: new Drafts(), messageTask: new Map() };
   const report = (e) => showError(e);
   const el = {
     entryResult: h("div", { class: "entry-result", role: "status" }),
@@ -90,7 +91,10 @@ async function start() {
     if (name === "memory") refreshMemory();
   };
   // The open task's reply box and its reply as it is written stay put while its view re-renders.
-  const reply = replyForm(() => state.selected, { report, onSent: () => refreshTask() });
+  const reply = replyForm(() => state.selected, {
+    report,
+    onSent: (messageId, taskId) => { state.messageTask.set(messageId, taskId); refreshTask(); },
+  });
   reply.hidden = true;
   replace(root,
     h("header", {}, h("h1", {}, t("title")), el.budget, el.conn,
@@ -167,7 +171,8 @@ async function start() {
   }
   // The open task's own lines of the conversation, above its reply as it is written.
   function renderTaskThread() {
-    replace(el.taskThread, thread.lines.filter((i) => i.task_id && i.task_id === state.selected).map((i) =>
+    const taskOf = (i) => i.task_id || state.messageTask.get(i.message_id);
+    replace(el.taskThread, thread.lines.filter((i) => taskOf(i) === state.selected).map((i) =>
       h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || "")));
   }
 
@@ -184,6 +189,7 @@ async function start() {
     if (r.decision === "clarify") {
       replace(el.entryResult, h("span", {}, t("asked_which")));
     } else if (r.task_id) {
+      state.messageTask.set(id, r.task_id);
       const task = await api(`/v1/tasks/${r.task_id}`);
       replace(el.entryResult, h("button", { class: "link routed", dataset: { taskId: r.task_id }, onclick: () => select(r.task_id) },
         t("routed_to", { goal: task.goal || r.task_id })));

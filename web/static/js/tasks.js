@@ -98,10 +98,10 @@ export function replyForm(currentTask, { report, onSent }) {
     const text = area.value.trim();
     if (!taskId || !text) return;
     try {
-      await api(`/v1/tasks/${taskId}/messages`, { method: "POST", body: { text, client_message_id: crypto.randomUUID() } });
+      const r = await api(`/v1/tasks/${taskId}/messages`, { method: "POST", body: { text, client_message_id: crypto.randomUUID() } });
       area.value = "";
       status.textContent = t("reply_sent");
-      onSent();
+      onSent(r.message_id, taskId);
     } catch (err) { report(err); }
   };
   return h("form", { class: "reply", onsubmit: send },
