@@ -19,7 +19,8 @@ from tests.web_support import PageWatch, audit, browser_page, require_browser
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
-POSTERS = "Make me a series of retro-style brand posters"
+# Each test asks for other posters: the same words again would go to the earlier task.
+POSTERS = "Make me a series of retro-style brand posters for a {subject}"
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,9 @@ def _open(page: Any, st: dict[str, Any]) -> None:
     expect(page.locator("form.entry textarea")).to_be_visible()
 
 
-def _ask_for_posters(page: Any) -> Any:
+def _ask_for_posters(page: Any, subject: str) -> Any:
     """The poster series from the entry box, sent with Enter; its price card, in the task."""
-    page.get_by_role("textbox", name="Message").fill(POSTERS)
+    page.get_by_role("textbox", name="Message").fill(POSTERS.format(subject=subject))
     page.get_by_role("textbox", name="Message").press("Enter")
     card = page.locator(".task-detail .card-price")
     expect(card).to_be_visible(timeout=90_000)
@@ -90,7 +91,7 @@ def test_each_screen_fits_and_passes_axe(
         expect(page.locator("form.entry textarea")).to_be_visible()
         expect(page.locator(".objects, .workspace-panel p.muted").first).to_be_visible()
         _screen(w, width, "main", audits)
-        card = _ask_for_posters(page)
+        card = _ask_for_posters(page, {1280: "bakery", 360: "florist"}[width])
         expect(card.get_by_role("textbox", name="Or say what to change")).to_be_visible()
         expect(page.get_by_role("textbox", name="Reply")).to_be_visible()
         _screen(w, width, "task-card", audits)
@@ -116,7 +117,7 @@ def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(
         entry.press_sequentially("two")
         expect(entry).to_have_value("one\ntwo")  # Shift+Enter broke the line, sent nothing
         entry.fill("")
-        card = _ask_for_posters(page)
+        card = _ask_for_posters(page, "jazz club")
         expect(entry).to_have_value("")  # Enter sent it
         card_id = card.get_attribute("data-card-id")
         assert card_id
@@ -172,7 +173,7 @@ def test_every_control_is_reached_by_keyboard_with_a_visible_focus(
     with browser_page(browser, "keyboard", width=1280) as w:
         page = w.page
         _open(page, stack)
-        _ask_for_posters(page)
+        _ask_for_posters(page, "bicycle workshop")
         expect(page.get_by_role("textbox", name="Reply")).to_be_visible()
         page.wait_for_timeout(1000)  # the last re-render after the card settles
         controls = page.evaluate(
