@@ -14,7 +14,7 @@ import httpx
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import start_up, stop_up, until, up_env
+from tests.up_support import start_up, stop_up, up_env
 from tests.web_support import PageWatch, audit, browser_page, require_browser
 
 pytestmark = pytest.mark.slow
@@ -77,9 +77,7 @@ def _screen(w: PageWatch, width: int, name: str, audits: dict[str, Any]) -> None
 
 
 @pytest.mark.parametrize("width", [1280, 360])
-def test_each_screen_fits_and_passes_axe(
-    browser: Any, stack: dict[str, Any], width: int
-) -> None:
+def test_each_screen_fits_and_passes_axe(browser: Any, stack: dict[str, Any], width: int) -> None:
     audits: dict[str, Any] = {}
     with browser_page(browser, f"screens-{width}", width=width, axe=True) as w:
         page = w.page

@@ -4,8 +4,8 @@ status as expected), numbered screenshots in test-artifacts/web/, and axe-core a
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
