@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser agui-client up test lint typecheck pytest scenarios intents-eval clean
+.PHONY: install browser agui-client axe up test lint typecheck pytest scenarios intents-eval clean
 
 $(PY):
 	python3 -m venv .venv
@@ -28,6 +28,12 @@ $(AGUI_CLIENT): tests/agui_client/package-lock.json
 	cd tests/agui_client && npm ci --no-audit --no-fund --loglevel=error
 agui-client: $(AGUI_CLIENT)
 
+# axe-core from npm, injected into the web app's pages by its accessibility tests (pinned).
+AXE := tests/axe/node_modules/.package-lock.json
+$(AXE): tests/axe/package-lock.json
+	cd tests/axe && npm ci --no-audit --no-fund --loglevel=error
+axe: $(AXE)
+
 up: install
 	.venv/bin/lomo up
 
@@ -39,7 +45,7 @@ lint: install
 typecheck: install
 	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
 
-pytest: install browser agui-client
+pytest: install browser agui-client axe
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest

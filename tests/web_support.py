@@ -1,9 +1,10 @@
 """Playwright in Debian's Chromium against a real `lomo up`: the browser, a page that
 fails the test on any console error or page error (unless the test names that network
-status as expected), and numbered screenshots in test-artifacts/web/."""
+status as expected), numbered screenshots in test-artifacts/web/, and axe-core audits."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,6 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "web"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# axe-core from npm (tests/axe, installed by `make pytest`), never from a CDN.
+AXE = ROOT / "tests" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+IMPACTS = ("minor", "moderate", "serious", "critical")
 # Chromium reports a fetch that got an error status as a console error; a test names the
 # statuses it provokes on purpose (a 409 conflict, a 413 upload, the api being away).
 _NETWORK = re.compile(r"status of (\d{3})|net::(ERR_[A-Z_]+)")
@@ -60,9 +64,37 @@ class PageWatch:
         assert not self.errors, "\n".join(self.errors)
 
 
+def require_axe() -> Path:
+    if AXE.exists():
+        return AXE
+    pytest.fail(f"no axe-core at {AXE}: `make pytest` installs it (make axe)")
+
+
+def audit(page: Any, screen: str) -> dict[str, Any]:
+    """An axe-core audit of what the page shows now: violations counted by impact, and
+    each serious or critical one named with its elements; kept in test-artifacts/web/."""
+    # A function, not an expression: the page's CSP forbids eval().
+    result = page.evaluate(
+        "async () => { const r = await axe.run(document, { resultTypes: ['violations'] });"
+        " return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map((n) => n.target.join(' ')) })); }"
+    )
+    counts = {impact: sum(1 for v in result if v["impact"] == impact) for impact in IMPACTS}
+    report = {"screen": screen, "counts": counts, "violations": result}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / f"axe-{screen}.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
 @contextmanager
-def browser_page(browser: Any, name: str, locale: str = "en-US") -> Iterator[PageWatch]:
-    context = browser.new_context(locale=locale, viewport={"width": 1400, "height": 1000})
+def browser_page(
+    browser: Any, name: str, locale: str = "en-US", width: int = 1400, axe: bool = False
+) -> Iterator[PageWatch]:
+    context = browser.new_context(locale=locale, viewport={"width": width, "height": 1000})
+    if axe:
+        # An init script comes through the browser's protocol, so the page's strict CSP
+        # stays as it is (a <script> tag with axe's text inline would be refused by it).
+        context.add_init_script(path=str(require_axe()))
     page = context.new_page()
     watch = PageWatch(page, name)
     try:

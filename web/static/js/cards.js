@@ -1,14 +1,18 @@
 // Cards: the agent's questions, answered in place. Only these clicks (an authenticated
 // action) create approvals, selections or confirmations.
 import { api, blobUrl } from "./api.js";
-import { h } from "./dom.js";
+import { enterSends, h, labelled } from "./dom.js";
 import { money, t } from "./i18n.js";
 
+// What the person began to write in a card's revise box outlives the card's re-renders.
+const revisions = new Map();
+
 export function renderCard(card, onDone, report) {
-  const answer = async (action, option_id) => {
+  const answer = async (action, option_id, text) => {
     box.classList.add("busy");
     try {
-      await api(`/v1/cards/${card.card_id}/actions`, { method: "POST", body: { action, option_id } });
+      await api(`/v1/cards/${card.card_id}/actions`, { method: "POST", body: { action, option_id, text } });
+      revisions.delete(card.card_id);
       onDone();
     } catch (e) {
       box.classList.remove("busy");
@@ -48,5 +52,24 @@ export function renderCard(card, onDone, report) {
     );
   }
   box.append(buttons);
+  if (card.kind !== "clarify") box.append(reviseForm(card, answer));
   return box;
+}
+
+// "Not quite": the person says in words what to change instead of choosing.
+function reviseForm(card, answer) {
+  const area = h("textarea", {
+    name: "revise", rows: 2, dataset: { keep: `revise-${card.card_id}` },
+    oninput: (e) => revisions.set(card.card_id, e.target.value),
+  });
+  area.value = revisions.get(card.card_id) || "";
+  enterSends(area);
+  const submit = (e) => {
+    e.preventDefault();
+    const text = area.value.trim();
+    if (text) answer("revise", undefined, text);
+  };
+  return h("form", { class: "revise", onsubmit: submit },
+    labelled(t("revise_label"), area),
+    h("button", { type: "submit", dataset: { action: "revise" } }, t("revise")));
 }

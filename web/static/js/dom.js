@@ -28,3 +28,34 @@ export function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+// Enter sends, Shift+Enter breaks the line (and an IME composing a word keeps its Enter).
+export function enterSends(area) {
+  area.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
+    e.preventDefault();
+    area.form?.requestSubmit();
+  });
+}
+
+// A re-render replaces elements; the field being typed in (marked data-keep) gets its
+// focus and caret back in its replacement.
+export function keepFocus(el, render) {
+  const active = document.activeElement;
+  const key = el.contains(active) ? active?.dataset?.keep : undefined;
+  const caret = key && "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
+  const result = render();
+  if (key) {
+    const again = el.querySelector(`[data-keep="${CSS.escape(key)}"]`);
+    again?.focus();
+    if (again && caret) again.setSelectionRange(...caret);
+  }
+  return result;
+}
+
+let ids = 0;
+// A form field with its visible label, tied by id.
+export function labelled(text, field, attrs = {}) {
+  if (!field.id) field.id = `f${++ids}`;
+  return h("div", { class: "field", ...attrs }, h("label", { for: field.id }, text), field);
+}

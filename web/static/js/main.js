@@ -2,11 +2,11 @@
 // live status, the questions waiting for the person, the workspace, budget and memory.
 import { api, apiAll, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
 import { renderCard } from "./cards.js";
-import { debounce, h, replace } from "./dom.js";
+import { debounce, enterSends, h, labelled, replace } from "./dom.js";
 import { Drafts } from "./drafts.js";
 import { LANG, t } from "./i18n.js";
 import { renderBudget, renderMemory } from "./panels.js";
-import { renderTask, renderTaskList } from "./tasks.js";
+import { renderTask, renderTaskList, replyForm } from "./tasks.js";
 import { Workspace } from "./workspace.js";
 
 const root = document.getElementById("root");
@@ -16,7 +16,7 @@ document.title = t("title");
 window.__lomo = { seqs: [], connected: false };
 
 function login(message) {
-  const input = h("input", { type: "password", name: "token", autocomplete: "off", placeholder: t("login_token") });
+  const input = h("input", { type: "password", name: "token", autocomplete: "off" });
   const err = h("p", { class: "msg error", role: "alert" }, message || "");
   if (!message) err.hidden = true;
   const submit = async (e) => {
@@ -28,7 +28,7 @@ function login(message) {
   };
   replace(root, h("main", { class: "login" },
     h("h1", {}, t("title")), h("h2", {}, t("login_title")), h("p", { class: "muted" }, t("login_hint")),
-    h("form", { onsubmit: submit }, input, h("button", { class: "primary", type: "submit" }, t("login_submit"))),
+    h("form", { onsubmit: submit }, labelled(t("login_token"), input), h("button", { class: "primary", type: "submit" }, t("login_submit"))),
     err));
   input.focus();
 }
@@ -41,7 +41,8 @@ whenUnauthorized(() => {
 });
 
 async function start() {
-  const state = { selected: null, progress: new Map(), lastMessage: null, drafts: new Drafts() };
+  // messageTask: where this page's messages went (the thread's events do not say).
+  const state = { selected: null, progress: new Map(), lastMessage: null, drafts: new Drafts(), messageTask: new Map() };
   const report = (e) => showError(e);
   const el = {
     entryResult: h("div", { class: "entry-result", role: "status" }),
@@ -49,7 +50,9 @@ async function start() {
     drafts: h("ul", { class: "drafts", "aria-live": "polite" }),
     tasks: h("div", { class: "task-list" }),
     cards: h("div", { class: "open-cards" }),
-    task: h("div", { class: "task-detail" }, h("p", { class: "muted" }, t("pick_task"))),
+    task: h("div", { class: "task-body" }, h("p", { class: "muted" }, t("pick_task"))),
+    taskThread: h("ul", { class: "task-thread thread" }),
+    taskDrafts: h("ul", { class: "drafts task-drafts", "aria-live": "polite" }),
     budget: h("div", { class: "budget-panel" }),
     memory: h("div", { class: "memory-panel" }),
     workspace: h("div", { class: "workspace-panel" }),
@@ -58,6 +61,7 @@ async function start() {
   };
   const showError = (e) => replace(el.errors, h("div", { class: "msg error" }, t("error", { detail: e.message || e })));
   const entry = h("textarea", { name: "entry", rows: 3, placeholder: t("entry_placeholder") });
+  enterSends(entry);
   const send = async (e) => {
     e.preventDefault();
     const text = entry.value.trim();
@@ -73,29 +77,39 @@ async function start() {
   const tabs = h("nav", { class: "tabs" });
   const panes = { workspace: el.workspace, memory: el.memory };
   for (const name of Object.keys(panes)) {
-    tabs.append(h("button", { dataset: { tab: name }, onclick: () => showTab(name) }, t(name)));
+    tabs.append(h("button", { type: "button", dataset: { tab: name }, onclick: () => showTab(name) }, t(name)));
   }
   // Assigned below, once the panes exist; a click on the tab while the page still loads
   // (the upload limit is awaited first) shows the pane, and the first refresh fills it.
   let refreshMemory = () => {};
   const showTab = (name) => {
     for (const [n, pane] of Object.entries(panes)) pane.hidden = n !== name;
-    for (const b of tabs.children) b.classList.toggle("active", b.dataset.tab === name);
+    for (const b of tabs.children) {
+      b.classList.toggle("active", b.dataset.tab === name);
+      b.setAttribute("aria-pressed", String(b.dataset.tab === name));
+    }
     if (name === "memory") refreshMemory();
   };
+  // The open task's reply box and its reply as it is written stay put while its view re-renders.
+  const reply = replyForm(() => state.selected, {
+    report,
+    onSent: (messageId, taskId) => { state.messageTask.set(messageId, taskId); refreshTask(); },
+  });
+  reply.hidden = true;
   replace(root,
     h("header", {}, h("h1", {}, t("title")), el.budget, el.conn,
       h("button", { class: "link", onclick: () => { auth.clear(); stream?.stop(); login(); } }, t("logout"))),
     el.errors,
-    h("div", { class: "layout" },
-      h("section", { class: "col-left" },
-        h("form", { class: "entry", onsubmit: send }, entry, h("button", { class: "primary", type: "submit" }, t("send"))),
+    h("main", { class: "layout" },
+      h("section", { class: "col-left", "aria-label": t("entry_label") },
+        h("form", { class: "entry", onsubmit: send }, labelled(t("entry_label"), entry, { class: "field sr-label" }),
+          h("button", { class: "primary", type: "submit" }, t("send"))),
         el.entryResult,
-        h("h3", {}, t("tasks")), el.tasks,
-        h("h3", {}, t("thread")), el.thread, el.drafts),
-      h("section", { class: "col-main" }, h("h3", {}, t("open_cards")), el.cards, el.task),
-      h("section", { class: "col-right" }, tabs, el.workspace, el.memory)));
-  entry.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
+        h("h2", { class: "section-title" }, t("tasks")), el.tasks,
+        h("h2", { class: "section-title" }, t("thread")), el.thread, el.drafts),
+      h("section", { class: "col-main", "aria-label": t("open_cards") }, h("h2", { class: "section-title" }, t("open_cards")), el.cards,
+        h("div", { class: "task-detail" }, el.task, el.taskThread, el.taskDrafts, reply)),
+      h("section", { class: "col-right", "aria-label": t("main_label") }, tabs, el.workspace, el.memory)));
   const workspace = new Workspace(el.workspace, { report, limitBytes: await uploadLimit() });
   showTab("workspace");
 
@@ -107,7 +121,10 @@ async function start() {
   }, 150);
   const refreshTask = debounce(async () => {
     if (!state.selected) return;
-    try { await renderTask(el.task, state.selected, { refresh: refreshAll, report, progress: state.progress }); } catch (e) { report(e); }
+    try {
+      await renderTask(el.task, state.selected, { refresh: refreshAll, report, progress: state.progress });
+      reply.hidden = false;
+    } catch (e) { report(e); }
   }, 150);
   const refreshCards = debounce(async () => {
     try {
@@ -139,6 +156,7 @@ async function start() {
         : i.text || "");
       replace(el.thread, h("ul", {}, lines.map((i) =>
         h("li", { class: i.type === "task.reply" ? "agent" : "person" }, line(i)))));
+      renderTaskThread();
     } catch (e) { report(e); }
   }, 150);
   const refreshBudget = debounce(() => renderBudget(el.budget).catch(report), 150);
@@ -147,7 +165,16 @@ async function start() {
   function refreshAll() {
     refreshTasks(); refreshTask(); refreshCards(); refreshBudget(); refreshThread(); refreshMemory();
   }
-  function select(taskId) { state.selected = taskId; refreshTasks(); refreshTask(); refreshCards(); }
+  function select(taskId) {
+    state.selected = taskId;
+    refreshTasks(); refreshTask(); refreshCards(); renderTaskThread(); renderDrafts();
+  }
+  // The open task's own lines of the conversation, above its reply as it is written.
+  function renderTaskThread() {
+    const taskOf = (i) => i.task_id || state.messageTask.get(i.message_id);
+    replace(el.taskThread, thread.lines.filter((i) => taskOf(i) === state.selected).map((i) =>
+      h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || "")));
+  }
 
   // The routed event may come before the POST's answer: look again until it is routed.
   async function showRouting(tries = 0) {
@@ -162,6 +189,7 @@ async function start() {
     if (r.decision === "clarify") {
       replace(el.entryResult, h("span", {}, t("asked_which")));
     } else if (r.task_id) {
+      state.messageTask.set(id, r.task_id);
       const task = await api(`/v1/tasks/${r.task_id}`);
       replace(el.entryResult, h("button", { class: "link routed", dataset: { taskId: r.task_id }, onclick: () => select(r.task_id) },
         t("routed_to", { goal: task.goal || r.task_id })));
@@ -171,8 +199,12 @@ async function start() {
     }
   }
 
-  const renderDrafts = () => replace(el.drafts, state.drafts.list().map((x) =>
-    h("li", { class: "agent streaming", dataset: { taskId: x.taskId } }, x.text)));
+  const draftLine = (x) => h("li", { class: "agent streaming", dataset: { taskId: x.taskId } }, x.text);
+  function renderDrafts() {
+    const all = state.drafts.list();
+    replace(el.drafts, all.map(draftLine));
+    replace(el.taskDrafts, all.filter((x) => x.taskId === state.selected).map(draftLine));
+  }
   const onEvent = (ev) => {
     window.__lomo.seqs.push(ev.seq);
     const d = ev.data || {};
