@@ -276,8 +276,10 @@ def _generation_call(
         return None
     wanted = requested(person)
     args: dict[str, Any] = {"prompt": prompt, "model": f"sim-{kind}-1"}
-    if changes and kind in ("image", "video") and (ref := _latest_asset(runtime_notes)):
-        args["reference_object_id"] = ref  # a change starts from the picture it changes
+    # A change starts from the picture it changes, and a clip from the latest picture; a
+    # new picture starts from its words alone.
+    if (changes or kind == "video") and (ref := _latest_asset(runtime_notes)):
+        args["reference_object_id"] = ref
     if kind in ("video", "audio") and wanted.duration_s:
         args["duration_s"] = wanted.duration_s
     return f"generate_{kind}", args

@@ -22,7 +22,7 @@ import playwright.sync_api as sync_api
 import pytest
 
 from tests.up_support import all_events, start_up, stop_up, until, up_env
-from tests.web_support import browser_page, require_browser
+from tests.web_support import api_client, browser_page, chromium, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -52,30 +52,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         stop_up(proc, st)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = require_browser()
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _api(st: dict[str, Any]) -> httpx.Client:
-    auth = {"Authorization": f"Bearer {st['demo_token']}"}
-    return httpx.Client(base_url=st["api_url"], headers=auth, timeout=30)
-
-
-def _open(page: Any, st: dict[str, Any]) -> None:
-    page.goto(f"{st['app_url']}#token={st['demo_token']}")
-    expect(page.locator("form.entry textarea")).to_be_visible()
-
-
 def _say(page: Any, text: str) -> None:
     page.locator("form.entry textarea").fill(text)
     page.locator("form.entry button[type=submit]").click()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
 
 
 def test_wrong_and_expired_tokens_show_the_sign_in_page(
@@ -107,7 +92,7 @@ def test_wrong_and_expired_tokens_show_the_sign_in_page(
 def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[str, Any]) -> None:
     with browser_page(browser, "cat") as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         w.screenshot("empty")
         _say(page, "Generate an image of a red tabby cat")
         routed = page.locator(".entry-result .routed")
@@ -141,7 +126,7 @@ def test_cat_image_from_the_entry_box_to_the_picture(browser: Any, stack: dict[s
 def test_poster_series_answered_by_clicking(browser: Any, stack: dict[str, Any]) -> None:
     with browser_page(browser, "posters") as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         _say(page, "Make me a series of retro-style brand posters")
         price = page.locator(".task-detail .card-price")
         expect(price).to_be_visible(timeout=90_000)
@@ -159,7 +144,7 @@ def test_poster_series_answered_by_clicking(browser: Any, stack: dict[str, Any])
         expect(page.locator(".task-detail .artifact img")).to_have_count(7, timeout=60_000)
         expect(page.locator(".task-detail .checklist [data-status=done]")).not_to_have_count(0)
         w.screenshot("finals")
-    with _api(stack) as api:
+    with api_client(stack) as api:
         cards = api.get("/v1/cards").json()["cards"]
         kinds = [c["kind"] for c in cards if c["status"] == "answered"]
         assert "price" in kinds and "select" in kinds
@@ -195,7 +180,7 @@ def _agent_edits(st: dict[str, Any], object_id: str, old: str, new: str) -> None
 
 def _a_task(st: dict[str, Any]) -> str:
     """A task of the person's, for the agent's edit to be authored by."""
-    with _api(st) as api:
+    with api_client(st) as api:
         mid = api.post("/v1/messages", json={"text": "Generate an image of a lighthouse"}).json()
 
         def routed() -> str | None:
@@ -219,7 +204,7 @@ async def _user_id(db: Any) -> str:
 def test_edit_conflict_when_the_agent_changed_the_open_document(
     browser: Any, stack: dict[str, Any]
 ) -> None:
-    with _api(stack) as api:
+    with api_client(stack) as api:
         r = api.post(
             "/v1/objects",
             json={
@@ -232,7 +217,7 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
     with browser_page(browser, "conflict") as w:
         w.allowed.add("409")  # the refused save is the point of this test
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         page.locator(f".objects [data-object-id={oid}] button").click()
         area = page.locator(".editor textarea")
         expect(area).to_have_value("Shot 1: a cat.\nShot 2: a dog.")
@@ -246,7 +231,7 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
         expect(conflict.locator(".changed")).to_contain_text("Shot 2")
         expect(conflict.locator("pre.mine")).to_contain_text("in the rain")
         w.screenshot("conflict")
-        with _api(stack) as api:  # nothing was overwritten
+        with api_client(stack) as api:  # nothing was overwritten
             assert api.get(f"/v1/objects/{oid}").json()["content"]["text"].endswith("skateboard.")
         conflict.locator("button", has_text="Reload").click()
         expect(area).to_have_value("Shot 1: a cat.\nShot 2: a dog on a skateboard.")
@@ -254,7 +239,7 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
         page.locator(".editor button.primary").click()
         expect(page.locator(".workspace-panel .msg.ok")).to_contain_text("3")
         w.screenshot("re-applied")
-    with _api(stack) as api:
+    with api_client(stack) as api:
         doc = api.get(f"/v1/objects/{oid}").json()
         assert doc["version"] == 3 and doc["content"]["text"].startswith(
             "Shot 1: a cat in the rain"
@@ -266,7 +251,7 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
 def test_a_flow_runs_from_its_run_button(browser: Any, stack: dict[str, Any]) -> None:
     """A flow opened in the workspace tab runs from its Run button; the status line
     follows the run to its end (a free flow: one document node)."""
-    with _api(stack) as api:
+    with api_client(stack) as api:
         doc = api.post(
             "/v1/objects",
             json={"type": "document", "name": "board", "content": {"text": "Shot 1: a pier."}},
@@ -278,14 +263,14 @@ def test_a_flow_runs_from_its_run_button(browser: Any, stack: dict[str, Any]) ->
         ).json()["object_id"]
     with browser_page(browser, "flow-run") as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         page.locator(f".objects [data-object-id={flow}] button").click()
         page.locator(".editor button.run-flow").click()
         line = page.locator(".editor .run")
         expect(line).to_have_attribute("data-status", "succeeded", timeout=60_000)
         expect(line).to_contain_text("1 of 1")
         w.screenshot("flow-run")
-    with _api(stack) as api:
+    with api_client(stack) as api:
         runs = api.get(f"/v1/objects/{flow}/runs").json()["runs"]
         assert [r["status"] for r in runs] == ["succeeded"]
         assert runs[0]["nodes"]["board"]["object_id"] == doc
@@ -303,7 +288,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
             }
         )
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         # Functions, not expressions: an expression is eval()ed in the page, which its CSP forbids.
         page.wait_for_function("() => window.__lomo.connected && window.__lomo.seqs.length > 0")
         with httpx.Client(base_url=stack["sim_url"], headers=_sim_auth(stack)) as sim:
@@ -321,7 +306,7 @@ def test_events_resume_after_the_api_dies(browser: Any, stack: dict[str, Any]) -
         )
         expect(page.locator(".task-detail .artifact img")).to_be_visible(timeout=60_000)
         w.screenshot("resumed")
-        with _api(stack) as api:
+        with api_client(stack) as api:
             everything = [e["seq"] for e in all_events(api)]
         page.wait_for_function(
             f"() => window.__lomo.seqs.at(-1) === {everything[-1]}", timeout=30_000
@@ -341,14 +326,14 @@ def test_an_upload_over_the_limit_is_refused_clearly(
     small.write_bytes(b"hello")
     with browser_page(browser, "upload") as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         page.set_input_files("input[name=upload]", str(big))
         expect(page.locator(".workspace-panel .msg.error")).to_contain_text("limit is 0.2 MB")
         w.screenshot("too-large")
         page.set_input_files("input[name=upload]", str(small))
         expect(page.locator(".workspace-panel .msg.ok")).to_be_visible()
         expect(page.locator(".objects li", has_text="small.txt")).to_have_count(1)
-    with _api(stack) as api:
+    with api_client(stack) as api:
         names = [o["name"] for o in api.get("/v1/objects").json()["objects"]]
         assert "big.png" not in names
         # The server refuses it too, before reading the body, with the documented body.
@@ -370,7 +355,7 @@ def test_memory_panel_shows_provenance_and_forgets_by_card(
 ) -> None:
     with browser_page(browser, "memory") as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         _say(page, "Our brand's main colour is blue.")
         page.locator("nav.tabs [data-tab=memory]").click()
         item = page.locator(".memory-panel li", has_text="blue")
@@ -390,6 +375,6 @@ def test_memory_panel_shows_provenance_and_forgets_by_card(
         card.locator("[data-action=confirm]").click()
         expect(page.locator(".memory-panel li", has_text="blue")).to_have_count(0, timeout=60_000)
         w.screenshot("forgotten")
-    with _api(stack) as api:
+    with api_client(stack) as api:
         memories = api.get("/v1/memory").json()["memories"]
         assert not [m for m in memories if "blue" in m["content"] and m["status"] == "active"]

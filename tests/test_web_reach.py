@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import playwright.sync_api as sync_api
 import pytest
 
 from tests.up_support import start_up, stop_up, up_env
-from tests.web_support import PageWatch, audit, browser_page, require_browser
+from tests.web_support import PageWatch, api_client, audit, browser_page, chromium, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -33,27 +32,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield st
     finally:
         stop_up(proc, st)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = require_browser()
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _api(st: dict[str, Any]) -> httpx.Client:
-    auth = {"Authorization": f"Bearer {st['demo_token']}"}
-    return httpx.Client(base_url=st["api_url"], headers=auth, timeout=30)
-
-
-def _open(page: Any, st: dict[str, Any]) -> None:
-    page.goto(f"{st['app_url']}#token={st['demo_token']}")
-    expect(page.locator("form.entry textarea")).to_be_visible()
 
 
 def _ask_for_posters(page: Any, subject: str) -> Any:
@@ -103,12 +81,18 @@ def test_each_screen_fits_and_passes_axe(browser: Any, stack: dict[str, Any], wi
     assert not any(bad.values()), bad
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
 def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(
     browser: Any, stack: dict[str, Any]
 ) -> None:
     with browser_page(browser, "reply", width=1280) as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         entry = page.get_by_role("textbox", name="Message")
         entry.fill("one")
         entry.press("Shift+Enter")
@@ -126,7 +110,7 @@ def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(
         w.screenshot("revise-typed")
         revise.press("Enter")
         expect(page.locator(".task-detail .card-price")).to_have_count(0, timeout=30_000)
-        with _api(stack) as api:
+        with api_client(stack) as api:
             answered = api.get(f"/v1/cards/{card_id}").json()
         assert answered["status"] == "answered"
         assert answered["answer"]["action"] == "revise"
@@ -152,7 +136,7 @@ def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(
         # The person's reply stands in the task's own lines too.
         mine = page.locator(".task-detail .task-thread li.person", has_text="with a sun")
         expect(mine).to_have_count(1, timeout=30_000)
-    with _api(stack) as api:
+    with api_client(stack) as api:
         items = api.get("/v1/thread", params={"limit": 1000}).json()["items"]
         ids = [
             i["message_id"]
@@ -170,7 +154,7 @@ def test_every_control_is_reached_by_keyboard_with_a_visible_focus(
 ) -> None:
     with browser_page(browser, "keyboard", width=1280) as w:
         page = w.page
-        _open(page, stack)
+        open_app(page, stack)
         _ask_for_posters(page, "bicycle workshop")
         expect(page.get_by_role("textbox", name="Reply")).to_be_visible()
         page.wait_for_timeout(1000)  # the last re-render after the card settles

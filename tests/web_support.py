@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,3 +103,31 @@ def browser_page(
     finally:
         context.close()
     watch.assert_clean()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium, driven by Playwright (one per test module)."""
+    from playwright import sync_api
+
+    path = require_browser()
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def api_client(st: dict[str, Any]) -> httpx.Client:
+    """The demo person's api client for a stack `lomo up` started."""
+    auth = {"Authorization": f"Bearer {st['demo_token']}"}
+    return httpx.Client(base_url=st["api_url"], headers=auth, timeout=30)
+
+
+def open_app(page: Any, st: dict[str, Any]) -> None:
+    """The app, signed in through the address fragment, its entry box ready."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{st['app_url']}#token={st['demo_token']}")
+    expect(page.locator("form.entry textarea")).to_be_visible()
