@@ -4,11 +4,12 @@ at a turn's start, finished jobs, answered cards, the checklist, notices, memori
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from context.types import CardRow, ItemRow, Recalled, StepData, TaskHead
 from flows.graph import run_of_call
+from lomo import clock
 
 
 def task_header(task: TaskHead) -> str:
@@ -99,12 +100,7 @@ def _order_lines(data: StepData, reported: set[str]) -> tuple[list[str], list[st
 def _after(t: datetime | None, since: datetime | None) -> bool:
     if t is None:
         return False
-    return since is None or _aware(t) > _aware(since)
-
-
-def _aware(dt: datetime) -> datetime:
-    # SQLite returns naive datetimes even for timezone=True columns.
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return since is None or clock.utc(t) > clock.utc(since)
 
 
 def visible_result(result: dict[str, Any]) -> dict[str, Any]:

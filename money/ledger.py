@@ -158,18 +158,23 @@ async def reserve(
     )
 
 
+async def _order_entry(s: AsyncSession, order: GenerationOrder, kind: str) -> LedgerEntry | None:
+    """The order's ledger entry of `kind` (each kind is written once per order key)."""
+    return await s.scalar(
+        select(LedgerEntry).where(
+            LedgerEntry.user_id == order.workspace_id,
+            LedgerEntry.kind == kind,
+            LedgerEntry.key == order.idempotency_key,
+        )
+    )
+
+
 async def close_reservation(
     s: AsyncSession, order: GenerationOrder, initial: int
 ) -> LedgerEntry | None:
     """Settle a succeeded order, refund a failed one; exactly once per order."""
     acc = await lock_account(s, order.workspace_id, initial)
-    reserved = await s.scalar(
-        select(LedgerEntry).where(
-            LedgerEntry.user_id == order.workspace_id,
-            LedgerEntry.kind == "reserve",
-            LedgerEntry.key == order.idempotency_key,
-        )
-    )
+    reserved = await _order_entry(s, order, "reserve")
     if reserved is None:
         return None  # nothing was reserved (an order from before money existed)
     closed = await s.scalar(
@@ -201,13 +206,7 @@ async def reverse_settlement(
     """Give back what a settled order was charged, exactly once: the upstream reported
     success but its result could not be used (over the size cap, or off its origin)."""
     acc = await lock_account(s, order.workspace_id, initial)
-    settled = await s.scalar(
-        select(LedgerEntry).where(
-            LedgerEntry.user_id == order.workspace_id,
-            LedgerEntry.kind == "settle",
-            LedgerEntry.key == order.idempotency_key,
-        )
-    )
+    settled = await _order_entry(s, order, "settle")
     if settled is None:
         return None  # not charged (a free order, or one refunded as failed)
     return await _entry(

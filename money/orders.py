@@ -17,7 +17,7 @@ timeout, a broken answer, or a worker killed between the POST and persisting the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -47,11 +47,6 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def now() -> datetime:
     return clock.now()
-
-
-def aware(dt: datetime) -> datetime:
-    # SQLite returns naive datetimes even for timezone=True columns.
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -210,7 +205,7 @@ def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
     if order.upstream_job_id or order.submit_started_at is None:
         return False
     limit = timedelta(seconds=settings.generation_submit_timeout_seconds)
-    return now() - aware(order.submit_started_at) >= limit
+    return now() - clock.utc(order.submit_started_at) >= limit
 
 
 async def fail_order(

@@ -12,7 +12,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select
@@ -28,11 +28,6 @@ from vectors.embeddings import Embedder
 ACTIVE_STATUSES = ("running", "waiting_generation", "waiting_user", "paused")
 REFRESH_BATCH = 200  # stale entries refreshed per routing call (bounds one activity's work)
 MAX_OBJECT_REFS = 4
-
-
-def aware(dt: datetime) -> datetime:
-    """SQLite hands back naive datetimes; everything stored here is UTC."""
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -59,7 +54,7 @@ def _candidate(e: TaskIndexEntry) -> Candidate:
         summary=e.summary,
         language=e.language,
         object_refs=list(e.object_refs or []),
-        last_active_at=aware(e.last_active_at),
+        last_active_at=clock.utc(e.last_active_at),
     )
 
 
