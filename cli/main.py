@@ -23,6 +23,8 @@ from lomo.settings import Settings, get_settings
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 user_app = typer.Typer(no_args_is_help=True)
 app.add_typer(user_app, name="user", help="Manage users.")
+deploy_app = typer.Typer(no_args_is_help=True)
+app.add_typer(deploy_app, name="deploy", help="Worker Versioning: builds of the worker.")
 
 DataDir = Annotated[
     Path | None, typer.Option("--data-dir", help="Data directory (LOMO_DATA_DIR, default .lomo)")
@@ -247,6 +249,46 @@ def replay(
         typer.echo(f"replay failed: {e}", err=True)
         _exit_past_temporal(1)
     typer.echo("replay ok")
+    _exit_past_temporal(0)
+
+
+@deploy_app.command("current")
+def deploy_current(
+    build_id: Annotated[str, typer.Argument(help="the build to route new runs to")],
+    data_dir: DataDir = None,
+) -> None:
+    """Make a worker build current: new runs start on it, pinned runs stay where they are."""
+    from cli.deploy import set_current
+    from lomo.errors import ConfigError
+    from lomo.temporal import connect
+
+    s = _settings(data_dir)
+
+    async def run() -> None:
+        await set_current(await connect(s), s.deployment_name, build_id)
+
+    try:
+        asyncio.run(run())
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        _exit_past_temporal(1)
+    typer.echo(f"{s.deployment_name}: {build_id} is current")
+    _exit_past_temporal(0)
+
+
+@deploy_app.command("status")
+def deploy_status(data_dir: DataDir = None) -> None:
+    """The deployment's builds: status (CURRENT, DRAINING, DRAINED, ...) and drainage."""
+    from cli.deploy import builds
+    from lomo.temporal import connect
+
+    s = _settings(data_dir)
+
+    async def run() -> None:
+        for b in await builds(await connect(s), s.deployment_name):
+            typer.echo(f"{b.build_id}\t{b.status}\t{b.drainage}")
+
+    asyncio.run(run())
     _exit_past_temporal(0)
 
 

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     temporal_address: str | None = None  # default: host:temporal_port
     temporal_namespace: str = "default"
     task_queue: str = "lomo"
+    # Worker Versioning (docs/operations.md "Deploying a new worker build"): set, the worker
+    # polls as this build of the deployment; unset, it is an unversioned worker.
+    worker_build_id: str | None = None
+    deployment_name: str = "lomo"
     api_url: str | None = None  # how the simulator reaches the api; default from host/port
     sim_url: str | None = None  # how the worker reaches the generation upstream
 

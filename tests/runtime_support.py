@@ -83,10 +83,13 @@ def worker_env(
     return env
 
 
-def spawn_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def spawn_worker(
+    env: dict[str, str], log: Path, command: tuple[str, ...] = ("cli.main", "worker")
+) -> subprocess.Popen[bytes]:
+    """A worker process; `command` is the module (and arguments) run with `python -m`."""
     out = log.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "worker"],
+        [sys.executable, "-m", *command],
         cwd=ROOT,
         env=env,
         stdout=out,
@@ -125,8 +128,10 @@ class Workers:
         self.env, self.tmp = env, tmp
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def spawn(self, name: str, **overrides: str) -> subprocess.Popen[bytes]:
-        proc = spawn_worker({**self.env, **overrides}, self.tmp / f"{name}.log")
+    def spawn(
+        self, name: str, command: tuple[str, ...] = ("cli.main", "worker"), **overrides: str
+    ) -> subprocess.Popen[bytes]:
+        proc = spawn_worker({**self.env, **overrides}, self.tmp / f"{name}.log", command)
         self.procs.append(proc)
         return proc
 
