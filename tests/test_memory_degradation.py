@@ -16,6 +16,7 @@ from temporalio.client import Client
 from lomo.db.engine import Database
 from memory.context import memory_for_context
 from memory.services import MemoryServices, install_services
+from standin.intents import recogniser
 from tests.helpers import free_port
 from tests.memory_support import (
     Env,
@@ -161,6 +162,9 @@ async def test_memory_service_down_never_fails_the_task(
     SIGKILLed after it served, a picture request still completes (routing by keywords,
     the step without memory and saying why), and a message said meanwhile is extracted once
     the service is back."""
+    # The offline model's intent recogniser loads its embedder on first use, blocking the
+    # worker's loop for many seconds on a cold process: loaded first, off the loop.
+    await asyncio.to_thread(recogniser)
     port = free_port()
     proc = None
     if service == "killed":
