@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -66,18 +67,23 @@ def _pastel_memory(api: httpx.Client) -> bool:
     return any("pastel" in str(m.get("content", "")) for m in items)
 
 
-async def _extract_pids(temporal_address: str) -> set[int]:
-    """The pids of the workers that ran a memory job (the activity's worker identity is
-    `pid@host`)."""
+def _demo_user(pg_url: str) -> str:
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        row = conn.execute("SELECT id FROM users WHERE name = 'demo'").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+async def _extract_pids(temporal_address: str, user_id: str) -> set[int]:
+    """The pids of the workers that ran the person's memory jobs (an activity's worker
+    identity is `pid@host`; its started event is in the history once it completed)."""
     client = await Client.connect(temporal_address)
-    pids: set[int] = set()
-    async for wf in client.list_workflows("WorkflowType = 'MemoryWorkflow'"):
-        history = await client.get_workflow_handle(wf.id).fetch_history()
-        for e in history.events:
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-                identity = e.activity_task_started_event_attributes.identity
-                pids.add(int(identity.split("@", 1)[0]))
-    return pids
+    history = await client.get_workflow_handle(f"memory:{user_id}").fetch_history()
+    return {
+        int(e.activity_task_started_event_attributes.identity.split("@", 1)[0])
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    }
 
 
 def test_two_workers_two_apis_share_memory_and_survive_a_worker(
@@ -91,6 +97,8 @@ def test_two_workers_two_apis_share_memory_and_survive_a_worker(
         LOMO_RESTART_INITIAL_SECONDS="600",
         LOMO_RESTART_MAX_SECONDS="600",
         LOMO_DATABASE_URL=pg_url,
+        # No profile: a memory reaches a context only through the vector search.
+        LOMO_MEMORY_PROFILE_ITEMS="0",
     )
     # Seven processes start on a shared 2-core machine: more time than one of each needs.
     proc, stack = start_up(data_dir, env, "--workers", "2", "--apis", "2", within=300)
@@ -110,7 +118,12 @@ def test_two_workers_two_apis_share_memory_and_survive_a_worker(
                 assert ready["ready"] and ready["checks"]["memory"] == "ok", ready
             _post(api1, PASTEL)
             until(lambda: _pastel_memory(api2), 60, "the memory written, seen from api 2")
-            [writer_pid] = asyncio.run(_extract_pids(stack["temporal_address"]))
+            user_id = _demo_user(pg_url)
+            [writer_pid] = until(
+                lambda: asyncio.run(_extract_pids(stack["temporal_address"], user_id)),
+                30,
+                "the memory job's worker in the history",
+            )
             names = {pid: name for name, pid in stack["pids"].items()}
             writer = names[writer_pid]
             assert writer in ("worker", "worker-2")
