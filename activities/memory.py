@@ -1,28 +1,21 @@
-"""Memory activities: extraction after a message, the forget cascade,
-a person's correction. Each writes SQL in one transaction and then makes the vector index
-match (idempotent, so Temporal's retries repair a crash between the two)."""
+"""Memory activities: extraction after a message, the forget cascade, a person's
+correction (memory/writes.py). With a memory service (`memory_url`), the service runs them
+and owns the vector index; without one they run here, on this worker's own index.
+
+A refusal no retry can change is non-retryable; a memory service that is down fails the
+attempt, and the MemoryWorkflow's retries and later rounds run the job once it is back.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from llm.types import ModelProvider
-from lomo import clock
-from lomo.cards import confirmed
-from lomo.db.models import Card
-from lomo.errors import InvalidInput, ModelOutputError, NotFound
-from memory.candidates import Candidate
-from memory.chains import Touched, apply_candidate
-from memory.episodes import write_episodes
-from memory.extraction import extract_message, finish
-from memory.forget import forget
-from memory.models import Evidence, ForgetRecord, Memory, MemoryVersion
+from memory.client import MemoryClient
 from memory.services import MemoryServices, get_services
-from memory.text import key_part
 from memory.types import (
     CorrectInput,
     CorrectOutput,
@@ -31,6 +24,7 @@ from memory.types import (
     ForgetInput,
     ForgetOutput,
 )
+from memory.writes import MemoryWrites, Refused
 from tools.base import ToolDeps
 
 
@@ -41,6 +35,7 @@ class MemoryActivities:
         self.deps = deps
         self.provider = provider
         self._services = services
+        self._client: MemoryClient | None = None
 
     @property
     def services(self) -> MemoryServices:
@@ -48,123 +43,37 @@ class MemoryActivities:
             self._services = get_services(self.deps.settings)
         return self._services
 
+    def _writes(self) -> MemoryWrites | MemoryClient:
+        settings = self.deps.settings
+        if settings.memory_url and self._services is None:
+            if self._client is None:
+                self._client = MemoryClient(
+                    settings.memory_url, settings.memory_call_timeout_seconds
+                )
+            return self._client
+        return MemoryWrites(self.deps.db, settings, self.provider, self.services)
+
     @activity.defn(name="memory_extract")
     async def extract(self, inp: ExtractInput) -> ExtractOutput:
-        # A confirmed forget whose signal was lost runs first: nothing the person asked to
-        # forget may be extracted again because a wake-up went missing.
-        for card_id in await self._unexecuted_forgets(inp.user_id):
-            await self._forget(inp.user_id, card_id)
         try:
-            res = await extract_message(
-                self.deps.db,
-                self.provider,
-                inp.user_id,
-                inp.message_id,
-                self.deps.settings.memory_profile_items,
-            )
-        except (ModelOutputError, NotFound) as e:
+            return await self._writes().extract(inp)
+        except Refused as e:
             raise ApplicationError(str(e), non_retryable=True) from e
-        await self.services.sync_versions(self.deps.db, res.version_ids)
-        # The task summaries it touched are drafts until the model rewrote them.
-        await write_episodes(self.deps.db, self.provider, inp.user_id)
-        stored = sum(1 for o in res.outcomes if o.get("outcome") not in (None, "dropped"))
-        dropped = sum(1 for o in res.outcomes if o.get("outcome") == "dropped")
-        return ExtractOutput(res.evidence_id, stored, dropped, res.skipped)
 
     @activity.defn(name="memory_forget")
     async def forget(self, inp: ForgetInput) -> ForgetOutput:
-        return await self._forget(inp.user_id, inp.card_id)
-
-    async def _unexecuted_forgets(self, user_id: str) -> list[str]:
-        async with self.deps.db.session() as s:
-            done = select(ForgetRecord.id).where(ForgetRecord.user_id == user_id)
-            cards = await s.scalars(
-                select(Card)
-                .where(
-                    Card.user_id == user_id,
-                    Card.kind == "forget",
-                    Card.status == "answered",
-                    Card.id.not_in(done),
-                )
-                .order_by(Card.answered_at)
-            )
-            return [c.id for c in cards if confirmed(c)]
-
-    async def _forget(self, user_id: str, card_id: str) -> ForgetOutput:
-        async with self.deps.db.session() as s:
-            card = await s.get(Card, card_id)
-            if card is None or card.user_id != user_id or card.kind != "forget":
-                raise ApplicationError(f"no forget card {card_id}", non_retryable=True)
-            if not confirmed(card):
-                # Only the person's confirmation authorizes forgetting, never a caller's claim.
-                raise ApplicationError(f"card {card_id} is not confirmed", non_retryable=True)
-            payload: dict[str, Any] = card.payload or {}
-            try:
-                res = await forget(
-                    s,
-                    user_id,
-                    card.id,
-                    payload.get("memory_id"),
-                    payload.get("text"),
-                    self.deps.settings.memory_profile_items,
-                )
-            except (NotFound, InvalidInput) as e:
-                raise ApplicationError(str(e), non_retryable=True) from e
-        await self.services.sync_versions(self.deps.db, res.version_ids_to_sync)
-        await self.services.delete_memories(res.deleted_memory_ids)
-        await write_episodes(self.deps.db, self.provider, user_id)
-        return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
+        try:
+            return await self._writes().forget(inp)
+        except Refused as e:
+            raise ApplicationError(str(e), non_retryable=True) from e
 
     @activity.defn(name="memory_correct")
     async def correct(self, inp: CorrectInput) -> CorrectOutput:
         """The person's own words replace the current version: a new, stated version."""
-        now = clock.now()
-        async with self.deps.db.session() as s:
-            ev = await s.get(Evidence, inp.evidence_id)
-            if ev is None or ev.user_id != inp.user_id or ev.source != "correction":
-                raise ApplicationError(f"no correction {inp.evidence_id}", non_retryable=True)
-            memory = await s.get(Memory, ev.source_ref.split(":", 1)[0])
-            if memory is None or memory.status != "active":
-                raise ApplicationError("the memory is gone", non_retryable=True)
-            if ev.extracted_at is None:
-                touched = Touched()
-                cand = Candidate(
-                    content=ev.text,
-                    kind="stated",  # the person said it: a correction is always stated
-                    scope=memory.scope,
-                    subject=key_part(memory.subject),
-                    attribute=key_part(memory.attribute),
-                    value=ev.text,
-                    operation="change",
-                    quote=ev.text,
-                    explicit=True,
-                )
-                memory.kind = "stated"
-                applied = await apply_candidate(s, ev, cand, now, touched, correction_of=memory)
-                ev.extracted_at = now
-                ev.candidates = [{"candidate": cand.to_dict(), "outcome": applied.outcome}]
-                await finish(
-                    s,
-                    inp.user_id,
-                    touched,
-                    self.deps.settings.memory_profile_items,
-                    "correction",
-                    now,
-                    {"evidence_id": ev.id, "memory_ids": [memory.id]},
-                )
-            version = await s.scalar(
-                select(MemoryVersion).where(
-                    MemoryVersion.memory_id == memory.id,
-                    MemoryVersion.version == memory.current_version,
-                )
-            )
-            assert version is not None
-            previous = await s.scalars(
-                select(MemoryVersion.id).where(MemoryVersion.memory_id == memory.id)
-            )
-            sync = list(previous)
-        await self.services.sync_versions(self.deps.db, sync)
-        return CorrectOutput(memory.id, version.id, version.version)
+        try:
+            return await self._writes().correct(inp)
+        except Refused as e:
+            raise ApplicationError(str(e), non_retryable=True) from e
 
     def all(self) -> list[Any]:
         return [self.extract, self.forget, self.correct]

@@ -64,11 +64,16 @@ def _main() -> None:
 
 
 @app.command()
-def up(data_dir: DataDir = None) -> None:
-    """Start the embedded stack (Temporal, simulator, worker, api) until Ctrl-C."""
+def up(
+    data_dir: DataDir = None,
+    workers: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
+    apis: Annotated[int, typer.Option(min=1, help="api replicas, each on its own port")] = 1,
+) -> None:
+    """Start the stack (Temporal, simulator, memory service, workers, api replicas) until
+    Ctrl-C."""
     from cli.stack import up as run_up
 
-    raise typer.Exit(run_up(_serving_settings(data_dir)))
+    raise typer.Exit(run_up(_serving_settings(data_dir), workers, apis))
 
 
 @app.command()
@@ -96,6 +101,14 @@ def worker(data_dir: DataDir = None) -> None:
         logging.getLogger(__name__).error("fault hook: worker exits at start")
         raise typer.Exit(3)
     main(s)
+
+
+@app.command()
+def memory(data_dir: DataDir = None) -> None:
+    """Run the memory service: the vector index and the memory writes, for every worker."""
+    from cli.memory_service import main
+
+    main(_serving_settings(data_dir))
 
 
 @app.command()
@@ -301,7 +314,8 @@ def memory_vectors(
 ) -> None:
     """Operator read path: the person's memory-index points nearest to each text, one JSON
     line per text ({text, hits: [{id, memory_id, score}]}; a hit's id is a memory version
-    id). The embedded index belongs to the worker: run this only while no worker runs."""
+    id). Through the memory service when `LOMO_MEMORY_URL` is set; else the embedded index
+    belongs to the worker: run this only while no worker runs."""
     from memory.services import MemoryServices
     from vectors import open_vector_index
     from vectors.embeddings import get_embedder

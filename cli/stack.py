@@ -1,4 +1,9 @@
-"""`lomo up`: the embedded stack as child processes, each also runnable alone."""
+"""`lomo up`: the embedded stack as child processes, each also runnable alone.
+
+The topology on one machine: the Temporal dev server, the simulator, the memory service
+(the one owner of the vector index, so any number of workers share it), N workers and M
+api replicas, each replica on its own port. Children are named after their part, the
+second and later ones numbered (`worker`, `worker-2`, `api`, `api-2`)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +29,76 @@ from lomo.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def _spawn(part: str, settings: Settings, logs: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, LOMO_DATA_DIR=str(settings.data_dir.resolve()))
-    with open(logs / f"{part}.log", "ab") as out:  # the child keeps its own copy of the fd
+@dataclass(frozen=True)
+class Part:
+    """One child: its name in stack.json, its `lomo` command and what its env changes."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def _spawn(part: Part, settings: Settings, logs: Path) -> subprocess.Popen[bytes]:
+    env = dict(
+        os.environ,
+        LOMO_DATA_DIR=str(settings.data_dir.resolve()),
+        LOMO_MEMORY_URL=memory_url(settings),
+        **dict(part.env),
+    )
+    with open(logs / f"{part.name}.log", "ab") as out:  # the child keeps its own copy of the fd
         return subprocess.Popen(
-            [sys.executable, "-m", "cli.main", part], env=env, stdout=out, stderr=out
+            [sys.executable, "-m", "cli.main", *part.argv], env=env, stdout=out, stderr=out
         )
+
+
+def memory_url(settings: Settings) -> str:
+    return f"http://{settings.host}:{settings.memory_port}"
+
+
+def _numbered(part: str, i: int) -> str:
+    return part if i == 0 else f"{part}-{i + 1}"
+
+
+def _os_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Topology:
+    """How many workers and api replicas, and the port of each replica (the first on
+    `api_port`, the others on ports free when the stack starts)."""
+
+    workers: int
+    api_ports: list[int]
+
+    @classmethod
+    def of(cls, settings: Settings, workers: int, apis: int) -> Topology:
+        extra = [_os_port(settings.host) for _ in range(apis - 1)]
+        return cls(workers, [settings.api_port, *extra])
+
+    def worker_parts(self, settings: Settings) -> list[Part]:
+        parts = []
+        for i in range(self.workers):
+            # One metrics listener each: the first on the configured port, the next above it.
+            port = settings.worker_metrics_port + i if settings.worker_metrics_port else 0
+            parts.append(
+                Part(
+                    _numbered("worker", i), ("worker",), (("LOMO_WORKER_METRICS_PORT", str(port)),)
+                )
+            )
+        return parts
+
+    def api_parts(self) -> list[Part]:
+        # `lomo up` migrated the database already: replicas do not race to migrate it.
+        return [
+            Part(_numbered("api", i), ("api", "--no-migrate"), (("LOMO_API_PORT", str(port)),))
+            for i, port in enumerate(self.api_ports)
+        ]
+
+    def api_urls(self, settings: Settings) -> list[str]:
+        return [f"http://{settings.host}:{p}" for p in self.api_ports]
 
 
 def _wait_http(
@@ -61,6 +131,7 @@ def _ports_in_use(settings: Settings) -> list[str]:
         "simulator (LOMO_SIM_PORT)": settings.sim_port,
         "Temporal (LOMO_TEMPORAL_PORT)": settings.temporal_port,
         "Temporal UI (LOMO_TEMPORAL_UI_PORT)": settings.temporal_ui_port,
+        "memory service (LOMO_MEMORY_PORT)": settings.memory_port,
     }
     taken = []
     for what, port in wanted.items():
@@ -85,6 +156,10 @@ def _wait_temporal(settings: Settings, proc: subprocess.Popen[bytes], timeout: f
                 return
         time.sleep(0.2)
     raise TimeoutError("temporal did not answer")
+
+
+def _is_lomo_memory(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("service") == "lomo-memory"
 
 
 def _is_lomo_api(body: Any) -> bool:
@@ -119,7 +194,7 @@ def _demo_token(settings: Settings) -> str:
     return token
 
 
-def up(settings: Settings, ready_timeout: float = 120.0) -> int:
+def up(settings: Settings, workers: int = 1, apis: int = 1, ready_timeout: float = 120.0) -> int:
     """Start every part, then supervise: a part that dies is restarted (cli/supervise.py);
     only Ctrl-C/SIGTERM, or a part that fails its first start, stops the stack."""
     from lomo.db.migrate import upgrade
@@ -132,6 +207,7 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
     if taken := _ports_in_use(settings):
         log.error("cannot start: in use already: %s (another lomo up?)", ", ".join(taken))
         return 1
+    topology = Topology.of(settings, workers, apis)
     upgrade(settings.resolved_database_url)
     token = _demo_token(settings)
     stack: dict[str, Any] = {}
@@ -147,23 +223,23 @@ def up(settings: Settings, ready_timeout: float = 120.0) -> int:
         nonlocal stopping
         stopping = True
 
-    def start(part: str) -> subprocess.Popen[bytes]:
+    def start(part: Part) -> subprocess.Popen[bytes]:
         def spawn() -> subprocess.Popen[bytes]:
             return _spawn(part, settings, logs)
 
         proc = spawn()
-        sup.add(part, spawn, proc)
+        sup.add(part.name, spawn, proc)
         return proc
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
         try:
-            _start_parts(settings, start, ready_timeout)
+            _start_parts(settings, topology, start, ready_timeout)
         except (RuntimeError, TimeoutError) as e:
             log.error("the stack did not start (%s; see %s); stopping", e, logs)
             return 1
-        stack.update(_stack_info(settings, token))
+        stack.update(_stack_info(settings, topology, token))
         write_stack()
         sys.stdout.write(_banner(stack, stack_file))
         sys.stdout.flush()
@@ -185,26 +261,38 @@ def _backoff(settings: Settings) -> Backoff:
 
 
 def _start_parts(
-    settings: Settings, start: Callable[[str], subprocess.Popen[bytes]], ready_timeout: float
+    settings: Settings,
+    topology: Topology,
+    start: Callable[[Part], subprocess.Popen[bytes]],
+    ready_timeout: float,
 ) -> None:
     """Start the parts in the order they need each other, each once the one before answers;
     raises RuntimeError or TimeoutError when a part does not come up."""
-    _wait_temporal(settings, start("temporal"), ready_timeout)
+    _wait_temporal(settings, start(Part("temporal", ("temporal",))), ready_timeout)
     sim_url = f"{settings.resolved_sim_url}/jobs"
     sim_auth = {"Authorization": f"Bearer {settings.sim_token.get_secret_value()}"}
-    _wait_http(sim_url, start("sim"), ready_timeout, lambda b: "jobs" in b, sim_auth)
-    worker = start("worker")
-    api_ready = f"{settings.resolved_api_url}/readyz"
-    _wait_http(api_ready, start("api"), ready_timeout, _is_lomo_api)
+    _wait_http(
+        sim_url, start(Part("sim", ("sim",))), ready_timeout, lambda b: "jobs" in b, sim_auth
+    )
+    memory = start(Part("memory", ("memory",)))
+    _wait_http(f"{memory_url(settings)}/healthz", memory, ready_timeout, _is_lomo_memory)
+    workers = [start(p) for p in topology.worker_parts(settings)]
+    for part, url in zip(topology.api_parts(), topology.api_urls(settings), strict=True):
+        _wait_http(f"{url}/readyz", start(part), ready_timeout, _is_lomo_api)
     time.sleep(0.5)
-    if worker.poll() is not None:
-        raise RuntimeError(f"worker exited with {worker.returncode}")
+    for worker in workers:
+        if worker.poll() is not None:
+            raise RuntimeError(f"a worker exited with {worker.returncode}")
 
 
-def _stack_info(settings: Settings, token: str) -> dict[str, Any]:
-    """Where the running stack answers, and its tokens: the body of stack.json."""
+def _stack_info(settings: Settings, topology: Topology, token: str) -> dict[str, Any]:
+    """Where the running stack answers, and its tokens: the body of stack.json (`api_url`
+    is the first of `api_urls`)."""
     return {
         "api_url": settings.resolved_api_url,
+        "api_urls": topology.api_urls(settings),
+        "memory_url": memory_url(settings),
+        "workers": topology.workers,
         "app_url": f"{settings.resolved_api_url}/",
         "docs_url": f"{settings.resolved_api_url}/docs",
         "temporal_address": settings.resolved_temporal_address,

@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     temporal_port: int = 7233
     temporal_ui_port: int = 8233
     sim_port: int = 8100
+    memory_port: int = 8300  # `lomo memory` (the memory service) listens here
     temporal_address: str | None = None  # default: host:temporal_port
     temporal_namespace: str = "default"
     task_queue: str = "lomo"
@@ -48,6 +49,9 @@ class Settings(BaseSettings):
     deployment_name: str = "lomo"
     api_url: str | None = None  # how the simulator reaches the api; default from host/port
     sim_url: str | None = None  # how the worker reaches the generation upstream
+    # How workers and the api reach the memory service (`lomo memory`); unset → memory runs
+    # inside the one worker process (its vector index belongs to that process).
+    memory_url: str | None = None
 
     # Storage
     database_url: str | None = None  # default: SQLite file in data_dir
@@ -161,6 +165,9 @@ class Settings(BaseSettings):
 
     # Memory
     memory_timeout_seconds: float = 2.0  # retrieval bound; past it the step goes on without
+    # One call to the memory service (a write job, a vector operation); retrieval is bounded
+    # by memory_timeout_seconds on top.
+    memory_call_timeout_seconds: float = 60.0
     memory_forget_wait_seconds: float = 20.0  # a card action waits this long for the cascade
     memory_top_k: int = 8  # retrieved memories per context
     memory_profile_items: int = 20  # the profile stays small

@@ -9,10 +9,11 @@ index (archived included): the number of tasks changes the search space, not the
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select
@@ -25,9 +26,12 @@ from routing.text import content_terms
 from vectors.base import VectorIndex, VectorPoint
 from vectors.embeddings import Embedder
 
+log = logging.getLogger(__name__)
+
 ACTIVE_STATUSES = ("running", "waiting_generation", "waiting_user", "paused")
 REFRESH_BATCH = 200  # stale entries refreshed per routing call (bounds one activity's work)
 MAX_OBJECT_REFS = 4
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # an entry refreshed "never": stale for any task
 
 
 @dataclass
@@ -105,6 +109,7 @@ class TaskIndex:
         ids = [t.id for t, _ in rows]
         await s.execute(delete(TaskIndexTerm).where(TaskIndexTerm.task_id.in_(ids)))
         term_rows: list[dict[str, str]] = []
+        entries: list[TaskIndexEntry] = []
         for i, (task, entry) in enumerate(rows):
             task_refs = refs.get(task.id, [])
             terms = content_terms(texts[i])
@@ -119,25 +124,46 @@ class TaskIndex:
             entry.last_active_at = task.updated_at
             entry.refreshed_at = clock.now()
             entry.vector_id = task.id if self.vectors is not None else None
+            entries.append(entry)
             term_rows.extend({"task_id": task.id, "term": t, "user_id": user_id} for t in terms)
         await s.flush()  # entries first: terms reference them
         if term_rows:
             await s.execute(insert(TaskIndexTerm), term_rows)
         if self.vectors is not None:
-            await self._ensure()
-            # Upserts are idempotent: a retry after a failed commit writes the same points.
-            await self.vectors.upsert(
-                self.collection,
-                [
-                    VectorPoint(
-                        id=task.id,
-                        vector=vecs[i],
-                        payload={"user_id": user_id, "task_id": task.id},
-                    )
-                    for i, (task, _) in enumerate(rows)
-                ],
-            )
+            points = [
+                VectorPoint(id=t.id, vector=vecs[i], payload={"user_id": user_id, "task_id": t.id})
+                for i, (t, _) in enumerate(rows)
+            ]
+            if not await self._upsert(points):
+                for entry in entries:  # stale again: the next routing writes their vectors
+                    entry.vector_id, entry.source_updated_at = None, NEVER
         return len(rows)
+
+    async def _upsert(self, points: list[VectorPoint]) -> bool:
+        """Upserts are idempotent: a retry after a failed commit writes the same points. An
+        index that is down (the memory service) leaves routing to keywords, never fails it."""
+        try:
+            await self._ensure()
+            assert self.vectors is not None
+            await self.vectors.upsert(self.collection, points)
+            return True
+        except Exception as e:
+            log.warning("task index vectors not written (routing by keywords): %r", e)
+            return False
+
+    async def _search(
+        self, vector: list[float], limit: int, filter: dict[str, Any]
+    ) -> dict[str, float]:
+        """Vector hits by id; none when the index is down (the router still has keywords)."""
+        if self.vectors is None:
+            return {}
+        try:
+            await self._ensure()
+            hits = await self.vectors.search(self.collection, vector, limit, filter=filter)
+        except Exception as e:
+            log.warning("task index vectors unavailable (routing by keywords): %r", e)
+            return {}
+        return {h.id: h.score for h in hits}
 
     async def _object_refs(
         self, s: AsyncSession, task_ids: list[str]
@@ -193,12 +219,8 @@ class TaskIndex:
             )
             hits = {tid: int(n) for tid, n in rows}
         sims: dict[str, float] = {}
-        if self.vectors is not None and vector is not None:
-            await self._ensure()
-            for h in await self.vectors.search(
-                self.collection, vector, search_limit, filter={"user_id": user_id}
-            ):
-                sims[h.id] = h.score
+        if vector is not None:
+            sims = await self._search(vector, search_limit, {"user_id": user_id})
         missing = [t for t in [*pinned, *hits, *sims] if t not in found]
         if missing:
             for e in await s.scalars(
@@ -233,8 +255,4 @@ class TaskIndex:
         """Cosine of the message against the given tasks only (the duplicate window)."""
         if self.vectors is None or vector is None or not task_ids:
             return {}
-        await self._ensure()
-        hits = await self.vectors.search(
-            self.collection, vector, limit, filter={"user_id": user_id, "task_id": task_ids}
-        )
-        return {h.id: h.score for h in hits}
+        return await self._search(vector, limit, {"user_id": user_id, "task_id": task_ids})

@@ -11,11 +11,24 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
+from temporalio.client import Client
 
 from lomo.db.engine import Database
 from memory.context import memory_for_context
 from memory.services import MemoryServices, install_services
-from tests.memory_support import Env, make_env
+from standin.intents import recogniser
+from tests.helpers import free_port
+from tests.memory_support import (
+    Env,
+    context_text,
+    extracted,
+    finished_task,
+    make_env,
+    post,
+    start_memory_service,
+    wait_extracted,
+)
+from tests.stack import running_stack
 from tools.base import ToolDeps
 from vectors import VectorHit, VectorIndex, VectorPoint
 from vectors.base import VectorFilter
@@ -134,3 +147,53 @@ async def test_database_gone_gives_no_memory(env: Env, tmp_path: Path) -> None:
 async def test_healthy_service_is_not_degraded(env: Env) -> None:
     ctx = await memory_for_context(env.deps, env.user_id, "tsk_1", "brand colours")
     assert ctx.degraded is None and ctx.profile_version == 1
+
+
+@pytest.mark.parametrize("service", ["not started", "killed"])
+async def test_memory_service_down_never_fails_the_task(
+    tmp_path: Path,
+    db_url: str,
+    temporal_server: str,
+    temporal_client: Client,
+    task_queue: str,
+    service: str,
+) -> None:
+    """Workers reach memory through `lomo memory`: with that process never started, or
+    SIGKILLed after it served, a picture request still completes (routing by keywords,
+    the step without memory and saying why), and a message said meanwhile is extracted once
+    the service is back."""
+    # The offline model's intent recogniser loads its embedder on first use, blocking the
+    # worker's loop for many seconds on a cold process: loaded first, off the loop.
+    await asyncio.to_thread(recogniser)
+    port = free_port()
+    proc = None
+    if service == "killed":
+        proc = start_memory_service(tmp_path / "memory", db_url, port)
+    try:
+        async with running_stack(
+            tmp_path,
+            db_url,
+            temporal_server,
+            temporal_client,
+            task_queue,
+            embedder="fake",
+            memory_url=f"http://127.0.0.1:{port}",
+            memory_timeout_seconds=0.5,
+            memory_retry_seconds=1.0,
+        ) as st:
+            if proc is not None:
+                await wait_extracted(st, await post(st, "Our brand's main colour is blue."))
+                proc.kill()  # SIGKILL: no goodbye, the port just stops answering
+                proc.wait()
+            said = await post(st, "I prefer cream white backgrounds.")
+            task = await finished_task(st, await post(st, "Generate an image of a red cat"))
+            assert task["status"] == "completed", task
+            assert len(task["artifacts"]) == 1, task
+            assert "[runtime] degraded: memory:" in await context_text(st, task["task_id"])
+            assert not await extracted(st, said)
+            proc = start_memory_service(tmp_path / "memory", db_url, port)
+            await wait_extracted(st, said, within=90)  # the MemoryWorkflow's later round
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()

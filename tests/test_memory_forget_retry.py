@@ -17,7 +17,7 @@ from sqlalchemy import select
 from temporalio import activity
 from temporalio.client import Client
 
-import activities.memory
+import memory.writes
 from api.dispatch.memory import request_extraction, request_forget, workflow_id
 from lomo import clock
 from lomo.db.models import Card, MessageRow
@@ -110,8 +110,8 @@ async def test_failed_forget_is_retried_by_the_workflow(
         await _start(st, temporal_client, MemoryInput(st.user_id, 0.5, 2))
         evidence = await _evidence_count(st)
         # Down for the first round's two attempts and the next round's first.
-        db = DownDatabase(activities.memory.forget, lambda n: n <= 3)
-        monkeypatch.setattr(activities.memory, "forget", db)
+        db = DownDatabase(memory.writes.forget, lambda n: n <= 3)
+        monkeypatch.setattr(memory.writes, "forget", db)
         card_id = await _confirm_forget(st)
         # The card action was answered with "not yet" and the card counts as handed, so
         # the relay sends nothing again; only the workflow's own retry is left.
@@ -149,9 +149,9 @@ async def test_failed_forget_survives_continue_as_new(
         # The database stays down for as long as the first run lives: the forget can only
         # run if the next run took it over.
         db = DownDatabase(
-            activities.memory.forget, lambda _n: activity.info().workflow_run_id == first_run
+            memory.writes.forget, lambda _n: activity.info().workflow_run_id == first_run
         )
-        monkeypatch.setattr(activities.memory, "forget", db)
+        monkeypatch.setattr(memory.writes, "forget", db)
         await _confirm_forget(st)
         # Other work fills the history until Temporal suggests continue-as-new (400 events
         # on the test server): forgets of cards that do not exist, each dropped at once. A
@@ -193,14 +193,14 @@ async def test_forget_awaited_at_continue_as_new_runs(
         await _start(st, temporal_client, MemoryInput(st.user_id, 1.0, 1))
         # A long extraction (a slow model) holds the queue.
         gate, entered = asyncio.Event(), asyncio.Event()
-        real_extract = activities.memory.extract_message
+        real_extract = memory.writes.extract_message
 
         async def slow_extract(*args: Any, **kwargs: Any) -> Any:
             entered.set()
             await gate.wait()
             return await real_extract(*args, **kwargs)
 
-        monkeypatch.setattr(activities.memory, "extract_message", slow_extract)
+        monkeypatch.setattr(memory.writes, "extract_message", slow_extract)
         mid = new_id("msg")
         async with st.db.session() as s:
             s.add(MessageRow(id=mid, user_id=st.user_id, text=CREAM, handed_at=clock.now()))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-import activities.memory
+import memory.writes
 from api.dispatch.memory import forget_and_wait, request_extraction, request_forget, workflow_id
 from api.services.relay import relay_once
 from lomo import clock
@@ -66,18 +66,18 @@ async def test_two_waits_for_one_forget_share_its_outcome(
         wf_id = workflow_id(st.user_id)
         handle = temporal_client.get_workflow_handle(wf_id)
         await _start(st, temporal_client, MemoryInput(st.user_id, 1.0, 1))
-        cascades = DownDatabase(activities.memory.forget, lambda _n: False)  # counts only
-        monkeypatch.setattr(activities.memory, "forget", cascades)
+        cascades = DownDatabase(memory.writes.forget, lambda _n: False)  # counts only
+        monkeypatch.setattr(memory.writes, "forget", cascades)
         # A long extraction (a slow model) holds the queue.
         gate, entered = asyncio.Event(), asyncio.Event()
-        real_extract = activities.memory.extract_message
+        real_extract = memory.writes.extract_message
 
         async def slow_extract(*args: Any, **kwargs: Any) -> Any:
             entered.set()
             await gate.wait()
             return await real_extract(*args, **kwargs)
 
-        monkeypatch.setattr(activities.memory, "extract_message", slow_extract)
+        monkeypatch.setattr(memory.writes, "extract_message", slow_extract)
         mid = new_id("msg")
         async with st.db.session() as s:
             s.add(MessageRow(id=mid, user_id=st.user_id, text=CREAM, handed_at=clock.now()))

@@ -5,57 +5,18 @@ context, and a memory outage never fails the task."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from memory.models import Evidence, MemoryUsage, MemoryVersion
+from memory.models import MemoryUsage, MemoryVersion
 from memory.services import MemoryServices, close_services, install_services
 from tests.helpers import eventually
-from tests.stack import Stack, running_stack
+from tests.memory_support import context_text, finished_task, post, wait_extracted
+from tests.stack import running_stack
 from tests.test_memory_degradation import BrokenIndex
 from vectors.embeddings import FakeEmbedder
-
-
-async def _post(st: Stack, text: str) -> str:
-    r = await st.api.post("/v1/messages", json={"text": text}, headers=st.auth)
-    assert r.status_code == 202, r.text
-    return str(r.json()["message_id"])
-
-
-async def _extracted(st: Stack, mid: str) -> bool:
-    async with st.db.session() as s:
-        ev = await s.scalar(select(Evidence).where(Evidence.message_id == mid))
-        return ev is not None and ev.extracted_at is not None
-
-
-async def _wait_extracted(st: Stack, mid: str) -> None:
-    async def check() -> bool:
-        return await _extracted(st, mid)
-
-    await eventually(check)
-
-
-async def _finished_task(st: Stack, mid: str) -> dict[str, Any]:
-    async def routed() -> Any:
-        m = (await st.api.get(f"/v1/messages/{mid}", headers=st.auth)).json()
-        return m["routing"].get("task_id")
-
-    task_id = await eventually(routed)
-
-    async def done() -> Any:
-        t = (await st.api.get(f"/v1/tasks/{task_id}", headers=st.auth)).json()
-        return t if t["status"] in ("completed", "failed") else None
-
-    return dict(await eventually(done, within=60))
-
-
-async def _context_text(st: Stack, task_id: str) -> str:
-    r = await st.api.get(f"/v1/tasks/{task_id}/context", headers=st.auth)
-    assert r.status_code == 200, r.text
-    return "\n".join(layer["text"] for layer in r.json()["layers"])
 
 
 async def test_profile_reaches_the_context_and_forgetting_takes_it_out(
@@ -65,10 +26,10 @@ async def test_profile_reaches_the_context_and_forgetting_takes_it_out(
         tmp_path, db_url, temporal_server, temporal_client, task_queue, embedder="fake"
     ) as st:
         for text in ("Our brand's main colour is blue.", "Blue with cream white feels softer."):
-            await _wait_extracted(st, await _post(st, text))
-        before = await _finished_task(st, await _post(st, "Generate an image of a red tabby cat"))
+            await wait_extracted(st, await post(st, text))
+        before = await finished_task(st, await post(st, "Generate an image of a red tabby cat"))
         assert before["status"] == "completed"
-        assert "cream white" in await _context_text(st, before["task_id"])
+        assert "cream white" in await context_text(st, before["task_id"])
         # Each step recorded the memory version its context drew on (the profile's colour,
         # its second version), written with the stored step: forgetting it excludes them.
         async with st.db.session() as s:
@@ -97,9 +58,9 @@ async def test_profile_reaches_the_context_and_forgetting_takes_it_out(
             return prof["version"] == 3 and prof["items"] == []
 
         await eventually(gone)
-        after = await _finished_task(st, await _post(st, "Generate an image of a grey cat"))
+        after = await finished_task(st, await post(st, "Generate an image of a grey cat"))
         assert after["status"] == "completed"
-        text = (await _context_text(st, after["task_id"])).lower()
+        text = (await context_text(st, after["task_id"])).lower()
         assert "blue" not in text and "cream" not in text
     await close_services()
 
@@ -124,9 +85,9 @@ async def test_memory_outage_never_fails_the_task(
     ) as st:
         broken = BrokenIndex(mode)  # the vector index is down, or answers nothing, ever
         install_services(st.settings, MemoryServices(broken, FakeEmbedder(64)))
-        task = await _finished_task(st, await _post(st, "Generate an image of a red tabby cat"))
+        task = await finished_task(st, await post(st, "Generate an image of a red tabby cat"))
         assert task["status"] == "completed", task
         assert len(task["artifacts"]) == 1, task
         assert broken.calls >= 1
-        assert "[runtime] degraded: memory:" in await _context_text(st, task["task_id"])
+        assert "[runtime] degraded: memory:" in await context_text(st, task["task_id"])
     await close_services()

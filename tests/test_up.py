@@ -26,7 +26,8 @@ def test_up_slice_sigterm_restart_keeps_everything(tmp_path: Path) -> None:
     try:
         for key in ("api_url", "temporal_address", "temporal_ui_url", "sim_url", "admin_token"):
             assert stack[key]
-        assert set(stack["pids"]) == {"temporal", "worker", "api", "sim"}
+        assert set(stack["pids"]) == {"temporal", "memory", "worker", "api", "sim"}
+        assert stack["api_urls"] == [stack["api_url"]]
         _secrets_are_private_to_this_install(data_dir, stack)
         auth = {"Authorization": f"Bearer {stack['demo_token']}"}
         with httpx.Client(base_url=stack["api_url"], headers=auth, timeout=30) as api:

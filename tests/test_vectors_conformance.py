@@ -1,5 +1,7 @@
-"""One conformance suite for every VectorIndex backend: the embedded Qdrant Edge engine and
-the Qdrant server backend (through qdrant-client's local mode, the same client API)."""
+"""One conformance suite for every VectorIndex backend: the embedded Qdrant Edge engine,
+the Qdrant server backend (through qdrant-client's local mode, the same client API) and the
+memory service's index reached over HTTP (`remote`: a real server in a thread, the embedded
+engine behind it)."""
 
 from __future__ import annotations
 
@@ -7,13 +9,22 @@ import math
 import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from qdrant_client import AsyncQdrantClient
 
+from llm.types import ModelProvider
+from lomo.db.engine import Database
 from lomo.settings import Settings
+from memory.server import create_memory_app
+from memory.services import MemoryServices
+from memory.writes import MemoryWrites
+from tests.helpers import ThreadServer
 from vectors import VectorIndex, VectorIndexError, VectorPoint, open_vector_index
 from vectors.edge import EdgeVectorIndex
+from vectors.embeddings import FakeEmbedder
+from vectors.remote import RemoteVectorIndex
 from vectors.server import QdrantServerIndex
 
 DIM = 8
@@ -38,9 +49,15 @@ def _factory(kind: str, tmp: Path) -> Factory:
     return lambda: QdrantServerIndex(AsyncQdrantClient(path=str(tmp / "local")))
 
 
-@pytest.fixture(params=["edge", "server-memory", "server-path"])
-def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
-    return _factory(request.param, tmp_path)
+@pytest.fixture(params=["edge", "server-memory", "server-path", "remote"])
+async def factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+    if request.param != "remote":
+        yield _factory(request.param, tmp_path)
+        return
+    server, services = _served(tmp_path)
+    with server:
+        yield lambda: RemoteVectorIndex(server.url)
+    await services.index.close()
 
 
 @pytest.fixture
@@ -162,3 +179,33 @@ def test_open_vector_index_picks_backend(tmp_path: Path) -> None:
     assert isinstance(open_vector_index(Settings(data_dir=tmp_path)), EdgeVectorIndex)
     server = open_vector_index(Settings(data_dir=tmp_path, vector_url="http://127.0.0.1:6333"))
     assert isinstance(server, QdrantServerIndex)
+    remote = open_vector_index(
+        Settings(data_dir=tmp_path, vector_url="http://127.0.0.1:6333", memory_url="http://m:1")
+    )
+    assert isinstance(remote, RemoteVectorIndex)  # the memory service's index wins
+
+
+def _served(root: Path, port: int | None = None) -> tuple[ThreadServer, MemoryServices]:
+    """The memory service's app on an embedded index under `root`; only its vector routes
+    are called, so the writes' database and model stay unused."""
+    services = MemoryServices(EdgeVectorIndex(root / "served"), FakeEmbedder(DIM))
+    db = Database(f"sqlite+aiosqlite:///{root / 'unused.db'}")
+    writes = MemoryWrites(db, Settings(data_dir=root), cast(ModelProvider, None), services)
+    return ThreadServer(create_memory_app(writes, "embedded"), port), services
+
+
+async def test_remote_client_reopens_after_the_service_restarted(tmp_path: Path) -> None:
+    """A memory service that restarted has no collection open: the client's next call opens
+    it again (the points were on disk) instead of failing until the client restarts too."""
+    first, services = _served(tmp_path)
+    with first:
+        client = RemoteVectorIndex(first.url)
+        await client.ensure_collection("mem", DIM, keyword_fields=["user_id"])
+        await client.upsert("mem", [VectorPoint("keep", _vec(1), {"user_id": "u"})])
+    await services.index.close()
+    second, services = _served(tmp_path, first.port)
+    with second:
+        hits = await client.search("mem", _vec(1), limit=1, filter={"user_id": "u"})
+        assert [h.id for h in hits] == ["keep"]
+        await client.close()
+    await services.index.close()

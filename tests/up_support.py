@@ -25,26 +25,32 @@ def up_env(**extra: str) -> dict[str, str]:
         LOMO_TEMPORAL_PORT=str(free_port()),
         LOMO_TEMPORAL_UI_PORT=str(free_port()),
         LOMO_SIM_PORT=str(free_port()),
+        LOMO_MEMORY_PORT=str(free_port()),
+        LOMO_WORKER_METRICS_PORT="0",
         LOMO_SIM_SPEED="0.05",
         LOMO_MODEL_PROVIDER="offline",
-        **extra,
     )
     env.pop("LOMO_DATA_DIR", None)
     env.pop("LOMO_DATABASE_URL", None)
+    env.pop("LOMO_MEMORY_URL", None)
+    env.update(extra)
     return env
 
 
-def start_up(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+def start_up(
+    data_dir: Path, env: dict[str, str], *args: str, within: float = 120
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """`args`: more options of `lomo up` (`--workers 2`); `within`: seconds to be ready."""
     log = data_dir.parent / f"{data_dir.name}-lomo-up.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir), *args],
         env=env,
         # A file, not a pipe nobody reads: a long crash loop's log lines must not block it.
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
     )
     stack_file = data_dir / "stack.json"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + within
     while not stack_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             out = log.read_text(errors="replace")

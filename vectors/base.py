@@ -43,6 +43,10 @@ class VectorIndexError(Exception):
     """The index refused an operation (e.g. a dimension that does not match the collection)."""
 
 
+class NoCollection(VectorIndexError):
+    """An operation on a collection this process has not opened (`ensure_collection`)."""
+
+
 class VectorIndex(ABC):
     """Async, collection-scoped nearest-neighbour search with payload filters (cosine)."""
 

@@ -17,6 +17,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from vectors.base import (
+    NoCollection,
     VectorFilter,
     VectorHit,
     VectorIndex,
@@ -94,7 +95,7 @@ class EdgeVectorIndex(VectorIndex):
     def _get(self, name: str) -> _Collection:
         col = self._collections.get(name)
         if col is None:
-            raise VectorIndexError(f"no collection {name}; call ensure_collection first")
+            raise NoCollection(f"no collection {name}; call ensure_collection first")
         return col
 
     async def ensure_collection(

@@ -8,6 +8,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 
 from vectors.base import (
+    NoCollection,
     VectorFilter,
     VectorHit,
     VectorIndex,
@@ -59,7 +60,7 @@ class QdrantServerIndex(VectorIndex):
 
     def _dim(self, name: str) -> int:
         if name not in self._dims:
-            raise VectorIndexError(f"no collection {name}; call ensure_collection first")
+            raise NoCollection(f"no collection {name}; call ensure_collection first")
         return self._dims[name]
 
     async def upsert(self, name: str, points: Sequence[VectorPoint]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from api.deps import DbDep, TemporalGetterDep
+from api.deps import DbDep, SettingsDep, TemporalGetterDep
 from api.schemas.health import Alive, Readiness
 from api.services.health import readiness
 
@@ -17,8 +17,10 @@ async def healthz() -> Alive:
 
 
 @router.get("/readyz", responses={503: {"model": Readiness, "description": "Not ready"}})
-async def readyz(response: Response, db: DbDep, temporal: TemporalGetterDep) -> Readiness:
-    ready = await readiness(db, temporal)
+async def readyz(
+    response: Response, db: DbDep, temporal: TemporalGetterDep, settings: SettingsDep
+) -> Readiness:
+    ready = await readiness(db, temporal, settings)
     if not ready.ready:
         response.status_code = 503
     return ready

@@ -14,6 +14,11 @@ class Alive(BaseModel):
 class Checks(BaseModel):
     db: str = Field(description='"ok" or "error: ..."')
     temporal: str = Field(description='"ok" or "error: ..."')
+    memory: str = Field(
+        default="in-process",
+        description='the memory service: "ok", "error: ..." or "in-process" (none configured,'
+        " memory runs in the worker); memory down degrades steps, it never makes the api unready",
+    )
 
 
 class Readiness(BaseModel):
