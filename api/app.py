@@ -16,7 +16,8 @@ from temporalio.client import Client
 from api import errors
 from api.dispatch import TemporalGetter
 from api.limits import DEFAULT_BODY, BodyLimit, body_limit
-from api.ratelimit import RateLimit, StreamSlots
+from api.rate_store import SharedBuckets
+from api.ratelimit import ADDRESS_BURST, ADDRESS_PER_MINUTE, RateLimit, StreamSlots
 from api.routes import (
     agui,
     budget,
@@ -144,7 +145,10 @@ def create_app(
     )
     # Outermost: a token over its rate costs neither a body read nor a DB lookup.
     app.add_middleware(
-        RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
+        RateLimit,
+        per_minute=settings.rate_limit_per_minute,
+        burst=settings.rate_limit_burst,
+        shared=SharedBuckets(app.state.db, ADDRESS_PER_MINUTE, ADDRESS_BURST),
     )
     app.add_middleware(SecurityHeaders)  # on the app's answers and the limits' refusals
     # Outside even that: a request for another site's name (DNS rebinding) gets nothing.

@@ -28,7 +28,10 @@ pytestmark = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 
 # Far longer than a wake-up takes, far shorter than the replicas' poll (120 s).
 WAKE_S = 30.0
-LISTENERS = "SELECT pid, backend_start FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'lomo-bell-%'"
+LISTENERS = (
+    "SELECT pid, backend_start FROM pg_stat_activity"
+    " WHERE datname = current_database() AND application_name LIKE 'lomo-bell-%'"
+)
 
 
 async def _person(db: Database) -> tuple[str, str]:
