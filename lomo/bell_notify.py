@@ -50,9 +50,7 @@ class NotifyListener:
     """One listening session per process; `ring(user_id)` per notification, `ring_all()`
     after each (re)connection."""
 
-    def __init__(
-        self, url: str, ring: Callable[[str], None], ring_all: Callable[[], None]
-    ) -> None:
+    def __init__(self, url: str, ring: Callable[[str], None], ring_all: Callable[[], None]) -> None:
         self.conninfo = conninfo(url)
         self.ring, self.ring_all = ring, ring_all
         self.application_name = f"lomo-bell-{os.getpid()}"

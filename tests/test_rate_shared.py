@@ -52,9 +52,7 @@ async def test_a_bucket_refills_at_the_rate(db_url: str) -> None:
         await db.dispose()
 
 
-async def test_failed_tokens_are_counted_across_two_replicas(
-    tmp_path: Path, db_url: str
-) -> None:
+async def test_failed_tokens_are_counted_across_two_replicas(tmp_path: Path, db_url: str) -> None:
     db = Database(db_url)
     async with db.session() as s:
         _, token = await create_user(s, "ada")
