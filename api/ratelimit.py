@@ -34,6 +34,7 @@ ADDRESS_PER_MINUTE = 30
 ADDRESS_BURST = 30
 # A token this process accepted skips the address check for this long (it proves someone).
 KNOWN_FOR_S = 60.0
+STORE_WARN_EVERY_S = 60.0  # one log line a minute while the shared store fails
 
 
 class TokenBuckets:
@@ -103,6 +104,7 @@ class RateLimit:
         self.app, self.buckets = app, TokenBuckets(per_minute, burst)
         self.addresses = TokenBuckets(ADDRESS_PER_MINUTE, ADDRESS_BURST)
         self.shared, self.known = shared, KnownTokens()
+        self.warned = -STORE_WARN_EVERY_S
         self.on = per_minute > 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -152,7 +154,9 @@ class RateLimit:
                 return await self.shared.take(address)
             return await self.shared.wait(address)
         except Exception as e:  # the store is down: the limit is this process's alone
-            log.warning("rate limit: shared buckets unavailable (%s)", e)
+            if time.monotonic() - self.warned > STORE_WARN_EVERY_S:
+                self.warned = time.monotonic()
+                log.warning("rate limit: shared buckets unavailable (%s); counting here", e)
             return 0.0
 
 

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 import httpx
+from starlette.types import Receive, Scope, Send
 
 from api.rate_store import SharedBuckets
-from api.ratelimit import ADDRESS_BURST, ADDRESS_PER_MINUTE
+from api.ratelimit import ADDRESS_BURST, ADDRESS_PER_MINUTE, RateLimit
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from tests.replica_support import api_replica
@@ -80,3 +81,23 @@ async def test_failed_tokens_are_counted_across_two_replicas(tmp_path: Path, db_
             assert 429 in answers[ADDRESS_BURST::2] and 429 in answers[ADDRESS_BURST + 1 :: 2]
             # A token replica A accepted proves someone: its person is not locked out there.
             assert (await http.get(f"{a}/v1/tasks", headers=good)).status_code == 200
+
+
+async def test_while_the_store_fails_each_replica_still_counts_on_its_own() -> None:
+    """A database nobody answers at: no 500, and the process's own count refuses."""
+
+    async def unauthorized(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 401, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    gone = Database("postgresql+psycopg://postgres@127.0.0.1:1/gone")
+    shared = SharedBuckets(gone, ADDRESS_PER_MINUTE, ADDRESS_BURST)
+    app = RateLimit(unauthorized, per_minute=3000, burst=300, shared=shared)
+    transport = httpx.ASGITransport(app=app, client=("203.0.113.5", 1))
+    async with httpx.AsyncClient(transport=transport, base_url="http://lomo") as c:
+        started = time.monotonic()
+        answers = [(await c.get("/v1/tasks")).status_code for _ in range(ADDRESS_BURST + 5)]
+    refilled = math.ceil((time.monotonic() - started) * ADDRESS_PER_MINUTE / 60)
+    assert answers[:ADDRESS_BURST] == [401] * ADDRESS_BURST
+    assert answers.count(401) <= ADDRESS_BURST + refilled and 429 in answers, answers
+    await gone.dispose()
