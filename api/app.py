@@ -16,7 +16,8 @@ from temporalio.client import Client
 from api import errors
 from api.dispatch import TemporalGetter
 from api.limits import DEFAULT_BODY, BodyLimit, body_limit
-from api.ratelimit import RateLimit, StreamSlots
+from api.rate_store import SharedBuckets
+from api.ratelimit import ADDRESS_BURST, ADDRESS_PER_MINUTE, RateLimit, StreamSlots
 from api.routes import (
     agui,
     budget,
@@ -39,7 +40,7 @@ from api.security import SecurityHeaders, mount_docs
 from api.services.relay import relay_loop
 from lomo import telemetry
 from lomo.db.engine import Database
-from lomo.events import bell_relay
+from lomo.events import commit_relay, notify_listener
 from lomo.hosts import TrustedHosts
 from lomo.settings import Settings
 from lomo.temporal import connect
@@ -74,13 +75,18 @@ def create_app(
 ) -> FastAPI:
     """`tracer_provider`: tests pass an in-memory one; else traces follow LOMO_OTEL_ENDPOINT."""
     provider = tracer_provider or telemetry.tracer_provider(settings, "lomo-api")
-    bell = bell_relay(settings.bell_dir)
+    url = settings.resolved_database_url
+    relay = commit_relay(url, settings.bell_dir)
+    listener = notify_listener(url) if relay is None else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Other processes' commits (the worker's) wake this api's streams.
-        bell.listen()
-        relay = (
+        # Other processes' commits (the worker's, other replicas') wake this api's streams.
+        if listener is not None:
+            listener.listen()
+        elif relay is not None:
+            relay.listen()
+        handoffs = (
             asyncio.create_task(
                 relay_loop(app.state.db, app.state.temporal, settings, app.state.assets)
             )
@@ -90,16 +96,20 @@ def create_app(
         try:
             yield
         finally:
-            if relay is not None:
-                relay.cancel()
+            if handoffs is not None:
+                handoffs.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await relay
-            bell.close()
+                    await handoffs
+            if listener is not None:
+                await listener.close()
+            if relay is not None:
+                relay.close()
             await app.state.db.dispose()
 
     app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    app.state.db = Database(settings.resolved_database_url, relay=bell)
+    app.state.db = Database(url, relay=relay)
+    app.state.bell_listener = listener
     app.state.assets = make_asset_store(settings)
     app.state.streams = StreamSlots(settings.max_sse_per_person)
     if temporal is not None:
@@ -135,7 +145,10 @@ def create_app(
     )
     # Outermost: a token over its rate costs neither a body read nor a DB lookup.
     app.add_middleware(
-        RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst
+        RateLimit,
+        per_minute=settings.rate_limit_per_minute,
+        burst=settings.rate_limit_burst,
+        shared=SharedBuckets(app.state.db, ADDRESS_PER_MINUTE, ADDRESS_BURST),
     )
     app.add_middleware(SecurityHeaders)  # on the app's answers and the limits' refusals
     # Outside even that: a request for another site's name (DNS rebinding) gets nothing.

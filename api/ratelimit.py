@@ -1,27 +1,40 @@
-"""Rate per bearer token and open event streams per person (README "Limits and forgery").
+"""Rate per bearer token, failed tokens per client address, and open event streams per
+person (docs/api.md#limits).
 
-Both are counted in this process: no shared store sits on every request's path, and each
-replica protects its own event loop and connection pool, which is what they are for. Behind
-a balancer with N replicas a token may get up to N times the configured rate, and a person
-N times the streams; the settings are per replica (divide by N, or route by token to make
-them exact). A DB-backed counter would be exact across replicas but costs a write on every
-request, on the same database the requests are protecting."""
+The rate per token is counted in this process: no shared store sits on every request's
+path, and each replica protects its own event loop and connection pool, which is what it is
+for. Behind a balancer with N replicas a token may get up to N times the configured rate,
+and a person N times the streams (divide the settings by N, or route by token).
+
+The address limit guards against guessing tokens, which must not scale with the replicas:
+it is counted in the database (`api/rate_store.py`), shared by every replica. Only requests
+that prove no one reach that store: those without a bearer token, and those whose token this
+process has not accepted in the last `KNOWN_FOR_S`; a person's ordinary requests never do.
+Each process also keeps its own count, which decides alone while the store cannot answer.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.limits import CALLBACKS, send_error
+from api.rate_store import SharedBuckets
+
+log = logging.getLogger(__name__)
 
 # Per client address, for requests that prove no one: /v1 without a bearer token, and any
 # 401. A person mistypes a token a few times; a guesser needs millions. The address is the
 # peer's (a proxy in front makes it the proxy's: deploy behind one that limits too).
 ADDRESS_PER_MINUTE = 30
 ADDRESS_BURST = 30
+# A token this process accepted skips the address check for this long (it proves someone).
+KNOWN_FOR_S = 60.0
+STORE_WARN_EVERY_S = 60.0  # one log line a minute while the shared store fails
 
 
 class TokenBuckets:
@@ -58,14 +71,40 @@ class TokenBuckets:
             self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < full}
 
 
+class KnownTokens:
+    """Digests of tokens this process accepted lately (a 401 forgets one at once)."""
+
+    MAX = 100_000
+
+    def __init__(self) -> None:
+        self.until: dict[str, float] = {}
+
+    def __contains__(self, digest: str) -> bool:
+        return self.until.get(digest, 0.0) > time.monotonic()
+
+    def add(self, digest: str) -> None:
+        if len(self.until) >= self.MAX:
+            now = time.monotonic()
+            self.until = {k: t for k, t in self.until.items() if t > now}
+        self.until[digest] = time.monotonic() + KNOWN_FOR_S
+
+    def discard(self, digest: str) -> None:
+        self.until.pop(digest, None)
+
+
 class RateLimit:
     """429 `rate_limited` with Retry-After once a bearer token has spent its bucket, or its
     client address has spent the address bucket (unauthenticated /v1 requests and 401s).
-    Other requests without a bearer token (health, the web page, signed callbacks) pass."""
+    Other requests without a bearer token (health, the web page, signed callbacks) pass,
+    and so do requests with a token this process accepted lately."""
 
-    def __init__(self, app: ASGIApp, per_minute: int, burst: int) -> None:
+    def __init__(
+        self, app: ASGIApp, per_minute: int, burst: int, shared: SharedBuckets | None = None
+    ) -> None:
         self.app, self.buckets = app, TokenBuckets(per_minute, burst)
         self.addresses = TokenBuckets(ADDRESS_PER_MINUTE, ADDRESS_BURST)
+        self.shared, self.known = shared, KnownTokens()
+        self.warned = -STORE_WARN_EVERY_S
         self.on = per_minute > 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -74,28 +113,51 @@ class RateLimit:
             return
         auth = dict(scope.get("headers", [])).get(b"authorization", b"")
         bearer = auth.lower().startswith(b"bearer ")
+        # Keyed by a digest: no table holds a usable token.
+        digest = hashlib.sha256(auth[7:].strip()).hexdigest() if bearer else ""
         path: str = scope["path"]
         address = f"addr:{(scope.get('client') or ('?',))[0]}"
-        if path.startswith("/v1/"):
+        charged = path.startswith("/v1/") and not bearer and path != CALLBACKS
+        if path.startswith("/v1/") and digest not in self.known:
             wait = self.addresses.wait(address)
+            if not wait:
+                wait = await self._shared(address, spend=charged)
             if wait > 0:
                 await _refuse(send, wait, "from this address without a valid token")
                 return
-        # Keyed by a digest: the table never holds a usable token.
-        if bearer and (wait := self.buckets.take(hashlib.sha256(auth[7:].strip()).hexdigest())):
+        if bearer and (wait := self.buckets.take(digest)):
             await _refuse(send, wait, "with this token")
             return
-        charged = path.startswith("/v1/") and not bearer and path != CALLBACKS
         if charged:
             self.addresses.take(address)
 
         async def count_401(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 401:
-                if not charged:
-                    self.addresses.take(address)
+            if message["type"] == "http.response.start":
+                if message["status"] == 401:
+                    self.known.discard(digest)
+                    if not charged:  # a charged request was counted on its way in
+                        self.addresses.take(address)
+                        await self._shared(address, spend=True)
+                elif bearer:
+                    self.known.add(digest)
             await send(message)
 
         await self.app(scope, receive, count_401)
+
+    async def _shared(self, address: str, spend: bool) -> float:
+        """The address's shared bucket: taken from when `spend`, else only read. 0 where
+        there is no store or it failed (this process's own count stands)."""
+        if self.shared is None:
+            return 0.0
+        try:
+            if spend:
+                return await self.shared.take(address)
+            return await self.shared.wait(address)
+        except Exception as e:  # the store is down: the limit is this process's alone
+            if time.monotonic() - self.warned > STORE_WARN_EVERY_S:
+                self.warned = time.monotonic()
+                log.warning("rate limit: shared buckets unavailable (%s); counting here", e)
+            return 0.0
 
 
 async def _refuse(send: Send, wait: float, why: str) -> None:
@@ -109,7 +171,7 @@ async def _refuse(send: Send, wait: float, why: str) -> None:
 
 
 class StreamSlots:
-    """Open event streams per person in this process (per replica, like the rate)."""
+    """Open event streams per person in this process (per replica, like the token rate)."""
 
     def __init__(self, per_person: int) -> None:
         self.per_person = per_person

@@ -15,7 +15,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from activities.registry import build_activities
 from lomo import telemetry
 from lomo.db.engine import Database
-from lomo.events import bell_relay
+from lomo.events import commit_relay
 from lomo.settings import Settings
 from lomo.temporal import connect
 from workflows.flow_run import FlowRunWorkflow
@@ -50,8 +50,10 @@ def make_worker(
 
 
 async def run_worker(settings: Settings, workflows: list[type] | None = None) -> None:
-    # The worker's events (replies, statuses) wake the api's streams at once.
-    db = Database(settings.resolved_database_url, relay=bell_relay(settings.bell_dir))
+    # The worker's events (replies, statuses) wake the api's streams at once (on Postgres
+    # by the events' NOTIFY, on SQLite through the host's relay).
+    url = settings.resolved_database_url
+    db = Database(url, relay=commit_relay(url, settings.bell_dir))
     async with httpx.AsyncClient(timeout=30.0) as http:
         provider = telemetry.tracer_provider(settings, "lomo-worker")
         client = await connect(

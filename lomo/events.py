@@ -1,9 +1,11 @@
 """The per-user, append-only event log with a gap-free monotonic sequence.
 
 `BELL` wakes this process's event streams as soon as a transaction that appended an event
-for their person commits (a callback handled by the api reaches its SSE clients at once);
-a session of a `Database` given a relay (`lomo/bell_relay.py`) wakes the other processes'
-streams too (the worker's replies); what a wake-up misses, the streams' poll finds.
+for their person commits (a callback handled by the api reaches its SSE clients at once).
+Other processes' commits (the worker's replies, another api replica's) wake them too: on
+Postgres through `LISTEN/NOTIFY` (`lomo/bell_notify.py`, any host), on SQLite through a
+`Database` given a relay (`lomo/bell_relay.py`, one host); what a wake-up misses, the
+streams' poll finds.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from lomo.bell_notify import NotifyListener, is_postgres
 from lomo.bell_relay import SESSION_KEY, BellRelay
 from lomo.db.models import Event, User, utcnow
 from lomo.db.query import Query
@@ -161,9 +164,19 @@ class Bell:
     def ring(self, user_id: str) -> None:
         with self._lock:
             waiters = list(self._waiters.get(user_id, ()))
-        for loop, ev in waiters:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(ev.set)
+        _wake(waiters)
+
+    def ring_all(self) -> None:
+        """Every waiter of every person (after wake-ups may have been lost)."""
+        with self._lock:
+            waiters = [w for ws in self._waiters.values() for w in ws]
+        _wake(waiters)
+
+
+def _wake(waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]) -> None:
+    for loop, ev in waiters:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(ev.set)
 
 
 BELL = Bell()
@@ -182,6 +195,18 @@ def bell_relay(directory: Path) -> BellRelay:
     """The relay of a process whose commits wake other processes' streams (and, once it
     `listen`s, whose streams they wake)."""
     return BellRelay(directory, BELL.ring)
+
+
+def commit_relay(url: str, directory: Path) -> BellRelay | None:
+    """What a process's commits of events send through to wake the other processes: none
+    on Postgres (the trigger's NOTIFY reaches every listener), the host's relay on SQLite."""
+    return None if is_postgres(url) else bell_relay(directory)
+
+
+def notify_listener(url: str) -> NotifyListener:
+    """Postgres: the listening session that wakes this process's streams for every event
+    committed anywhere."""
+    return NotifyListener(url, BELL.ring, BELL.ring_all)
 
 
 async def events_after(

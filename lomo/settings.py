@@ -80,13 +80,14 @@ class Settings(BaseSettings):
     # Runtime limits (short in tests; docs/operations.md#configuration)
     max_message_chars: int = 20_000
     max_upload_bytes: int = 50 * 1024 * 1024  # one asset; its JSON body may be 4/3 + 64 KiB
-    # Hostile input (docs/api.md#limits). Rate and stream limits are counted in
+    # Hostile input (docs/api.md#limits). The token rate and the stream limit are counted in
     # each api process: with N replicas behind a balancer a token gets up to N times these.
     rate_limit_per_minute: int = 3000  # requests per bearer token, refilled evenly; 0 = off
     rate_limit_burst: int = 300  # requests a token may make at once before the rate applies
     max_sse_per_person: int = 8  # open /v1/events streams per person
     # How often an open event stream reads the log without a wake-up: the bell wakes it at
-    # once for commits on this host (lomo/bell_relay.py), so this bounds only what it misses.
+    # once for every commit (Postgres NOTIFY, or on SQLite this host's lomo/bell_relay.py),
+    # so this bounds only what it misses.
     sse_poll_seconds: float = Field(default=0.25, gt=0)
     callback_max_age_seconds: float = 300.0  # a callback signature's freshness window (±)
     max_steps_per_turn: int = 8

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from lomo.bell_notify import is_postgres
 from lomo.settings import Settings
 from lomo.temporal import SEARCH_ATTRIBUTES
 
@@ -90,11 +91,12 @@ def test_expected_services_and_wiring() -> None:
         assert f"{name}:{type_}" in script
     assert "search-attribute create" in script
     assert services["worker"]["deploy"]["replicas"] == 2
-    # The api and every worker share the bell's directory (lomo/bell_relay.py).
-    bell = str(Settings(data_dir=Path("/data")).bell_dir)
+    # Postgres carries the events' wake-ups between processes (lomo/bell_notify.py): the
+    # one-host bell's directory is not shared.
     for name in ("api", "worker"):
-        assert f"lomo-bell:{bell}" in services[name]["volumes"], name
-    assert "lomo-bell" in _load_compose()["volumes"]
+        assert is_postgres(services[name]["environment"]["LOMO_DATABASE_URL"]), name
+        assert not [v for v in services[name]["volumes"] if "bell" in v], name
+    assert "lomo-bell" not in _load_compose()["volumes"]
     # Assets the workers store are served by the api: one volume for both (or one bucket).
     assert asset_stores(_load_compose()) == {"api": "lomo-assets", "worker": "lomo-assets"}
     for name in LOMO_SERVICES:
@@ -137,7 +139,8 @@ def test_assets_unshared_are_caught(service: str) -> None:
 
 def test_the_image_prepares_the_shared_directories() -> None:
     """A named volume takes its owner from the image's directory: the unprivileged user
-    must own the asset and bell directories, or the first write fails."""
+    must own the asset and bell directories, or the first write fails (the bell's serves
+    a container on SQLite)."""
     run = " ".join(rest for kw, rest in _instructions() if kw == "RUN")
     for path in (Settings(data_dir=Path("/data")).resolved_asset_dir, Path("/data/bell")):
         assert str(path) in run.split(), path

@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -259,3 +260,13 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RateBucket(Base):
+    """One rate-limit key's bucket, shared by the api replicas (api/ratelimit.py): `tat` is
+    when the bucket would be full again (the generic cell rate algorithm's theoretical
+    arrival time), in seconds since the epoch on the database's clock."""
+
+    __tablename__ = "rate_buckets"
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float(precision=53))
