@@ -28,6 +28,7 @@ from api.routes import (
     messages,
     metrics,
     objects,
+    payments,
     session,
     tasks,
     thread,
@@ -126,6 +127,7 @@ def create_app(
         tokens,
         session,
         budget,
+        payments,
         memory_routes,
         agui,
     ):

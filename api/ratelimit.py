@@ -15,7 +15,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.limits import CALLBACKS, send_error
+from api.limits import SIGNED, send_error
 
 # Per client address, for requests that prove no one: /v1 without a bearer token, and any
 # 401. A person mistypes a token a few times; a guesser needs millions. The address is the
@@ -85,7 +85,7 @@ class RateLimit:
         if bearer and (wait := self.buckets.take(hashlib.sha256(auth[7:].strip()).hexdigest())):
             await _refuse(send, wait, "with this token")
             return
-        charged = path.startswith("/v1/") and not bearer and path != CALLBACKS
+        charged = path.startswith("/v1/") and not bearer and path not in SIGNED
         if charged:
             self.addresses.take(address)
 
