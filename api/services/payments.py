@@ -3,6 +3,7 @@ booked as a deposit (money/payments.py), whose answered credit cards wake their 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import httpx
@@ -88,6 +89,5 @@ async def record_payment_report(state: HandoffState, report: PaymentReport) -> P
     )
     async with state.db.session() as s:
         booked = await apply_report(s, r, state.settings)
-    for card in booked.cards:
-        await hand_on_bounded(state, card)
+    await asyncio.gather(*(hand_on_bounded(state, card) for card in booked.cards))
     return PaymentAck(ok=True, changed=booked.changed, deposited=booked.deposited)
