@@ -57,7 +57,7 @@ from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating
 from money.catalogue import validate_request
 from money.ledger import lock_account
-from money.orders import NeedsConfirmation, OrderRequest, Refused, place_order
+from money.orders import NeedsConfirmation, NeedsCredit, OrderRequest, Refused, place_order
 from money.policy import authorize
 from tools.base import ToolDeps
 from tools.generation import submit_order
@@ -238,7 +238,7 @@ class FlowActivities:
         key = call_key(run.id, row.node_id, run.attempt)
         req = OrderRequest(run.user_id, run.task_id, key, kind, spec.name, args, spec.price_cents)
         placed = await place_order(s, req, self.deps.settings)
-        if isinstance(placed, Refused):
+        if isinstance(placed, Refused | NeedsCredit):  # a node does not wait for credit
             return fail_row(row, placed.reason, version)
         if isinstance(placed, NeedsConfirmation):
             return NodeOutcome("needs_confirmation", version, card_id=placed.card.id)

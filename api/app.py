@@ -29,6 +29,7 @@ from api.routes import (
     messages,
     metrics,
     objects,
+    payments,
     session,
     tasks,
     thread,
@@ -136,6 +137,7 @@ def create_app(
         tokens,
         session,
         budget,
+        payments,
         memory_routes,
         agui,
     ):

@@ -34,10 +34,12 @@ UPLOAD_ROUTES = (
     (b"POST", re.compile(r"/v1/objects/?")),
     (b"PUT", re.compile(r"/v1/objects/[^/]+/?")),
 )
-# Under /v1 without a bearer token: the upstream's callbacks (signed instead) and the
+# Under /v1 without a bearer token: the upstreams' callbacks (signed instead) and the
 # sign-in page's check of a pasted token (the token is the body).
 CALLBACKS = "/v1/generation/callbacks"
-UNBEARERED = frozenset({CALLBACKS, "/v1/session/check"})
+PAYMENT_WEBHOOKS = "/v1/payments/webhooks"
+SIGNED = frozenset({CALLBACKS, PAYMENT_WEBHOOKS})
+UNBEARERED = SIGNED | {"/v1/session/check"}
 # "\u0000" after an even run of backslashes (an odd run makes it literal text).
 NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 NUL_BODY: dict[str, object] = {

@@ -22,7 +22,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.limits import CALLBACKS, send_error
+from api.limits import SIGNED, send_error
 from api.rate_store import SharedBuckets
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class RateLimit:
         digest = hashlib.sha256(auth[7:].strip()).hexdigest() if bearer else ""
         path: str = scope["path"]
         address = f"addr:{(scope.get('client') or ('?',))[0]}"
-        charged = path.startswith("/v1/") and not bearer and path != CALLBACKS
+        charged = path.startswith("/v1/") and not bearer and path not in SIGNED
         if path.startswith("/v1/") and digest not in self.known:
             wait = self.addresses.wait(address)
             if not wait:

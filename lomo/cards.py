@@ -21,7 +21,7 @@ from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
 
-CARD_KINDS = ("confirm", "select", "clarify", "price", "forget", "delete")
+CARD_KINDS = ("confirm", "select", "clarify", "price", "forget", "delete", "credit")
 ACTIONS = ("confirm", "reject", "select", "revise")
 
 

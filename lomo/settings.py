@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     initial_credit_cents: int = 2000
     free_confirm_cents: int = 50  # per paid operation without a question
     daily_free_cents: int = 500  # per UTC day without a question
+    # A top-up's bounds; the payment provider is the simulator (`sim_url`) unless set.
+    topup_min_cents: int = Field(default=100, ge=1)
+    topup_max_cents: int = Field(default=50_000, ge=1)
+    payments_url: str | None = None
     # An upstream submit without an answer within this is an unclear outcome
     # (docs/architecture.md#money).
     generation_submit_timeout_seconds: float = 10.0
@@ -251,6 +255,10 @@ class Settings(BaseSettings):
     @property
     def resolved_sim_url(self) -> str:
         return self.sim_url or f"http://{self.host}:{self.sim_port}"
+
+    @property
+    def resolved_payments_url(self) -> str:
+        return self.payments_url or self.resolved_sim_url
 
     @property
     def temporal_ui_url(self) -> str:

@@ -137,10 +137,12 @@ async def _entry(
     return e
 
 
-async def deposit(s: AsyncSession, user_id: str, amount: int, key: str, initial: int) -> Account:
+async def deposit(
+    s: AsyncSession, user_id: str, amount: int, key: str, initial: int
+) -> LedgerEntry | None:
+    """Credit `amount` once per `key` (a payment's id): None if that key was booked."""
     acc = await lock_account(s, user_id, initial)
-    await _entry(s, acc, "deposit", amount, key)
-    return acc
+    return await _entry(s, acc, "deposit", amount, key)
 
 
 async def reserve(

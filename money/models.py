@@ -87,3 +87,25 @@ class TaskAutonomy(Base):
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
     level: Mapped[str] = mapped_column(String(20))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Payment(Base):
+    """A top-up at the payment provider: created here, paid there, and booked as a
+    `deposit` (ledger key `payment:<id>`) once the provider's signed webhook says it
+    succeeded. `status` only moves forward: created → pending → succeeded | failed."""
+
+    __tablename__ = "payments"
+    __table_args__ = (UniqueConstraint("user_id", "request_key"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    amount_cents: Mapped[int] = mapped_column(Integer)
+    currency: Mapped[str] = mapped_column(String(3), default="EUR")
+    status: Mapped[str] = mapped_column(String(12))
+    # The person's request id (a retried POST makes no second payment).
+    request_key: Mapped[str] = mapped_column(String(160))
+    provider_id: Mapped[str | None] = mapped_column(String(80), nullable=True, unique=True)
+    checkout_url: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    error: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo import clock
@@ -67,6 +67,15 @@ class Refused:
 
 
 @dataclass
+class NeedsCredit:
+    """Not enough balance: the call waits on a `credit` card, answered by a top-up's
+    deposit (money/payments.py) or by the person (confirm: try again; reject: give up)."""
+
+    card: Card
+    reason: str
+
+
+@dataclass
 class OrderRequest:
     user_id: str
     task_id: str
@@ -75,11 +84,14 @@ class OrderRequest:
     model: str
     params: dict[str, Any]
     price_cents: int
+    # A task's call parks on a `credit` card when the balance is short; a flow node is
+    # refused instead (its run ends, and is started again by the person).
+    waits_for_credit: bool = False
 
 
 async def place_order(
     s: AsyncSession, req: OrderRequest, settings: Settings
-) -> Placed | NeedsConfirmation | Refused:
+) -> Placed | NeedsConfirmation | NeedsCredit | Refused:
     """Quote → authorize → reserve, under the account lock, in the caller's transaction.
 
     The lock makes racing calls on one budget serial (never overspent) and makes the same
@@ -119,9 +131,10 @@ async def place_order(
         )
         return NeedsConfirmation(card, decision.reason)
     if acc.balance_cents < req.price_cents:
-        return Refused(
-            f"insufficient balance: {acc.balance_cents} cents left, {req.price_cents} needed"
-        )
+        short = f"insufficient balance: {acc.balance_cents} cents left, {req.price_cents} needed"
+        if not req.waits_for_credit:
+            return Refused(short)
+        return await _await_credit(s, req, acc.balance_cents, short)
     order = GenerationOrder(
         id=new_id("ord"),
         workspace_id=req.user_id,
@@ -140,6 +153,49 @@ async def place_order(
     ORDERS.labels("created").inc()
     await reserve(s, acc, order, decision.grant)  # checked above, under the same lock
     return Placed(order, new=True)
+
+
+async def _await_credit(
+    s: AsyncSession, req: OrderRequest, balance: int, short: str
+) -> NeedsCredit | Refused:
+    """The call's latest credit card: still open, it is waited on; declined, the call is
+    refused; answered (credit came, or the person asked to try again) and still short, a
+    new one is asked (the n-th card of a call has key `credit:<call_id>:<n>`)."""
+    prefix = f"credit:{req.call_id}:"
+    n = int(
+        await s.scalar(
+            select(func.count())
+            .select_from(Card)
+            .where(Card.user_id == req.user_id, Card.kind == "credit", Card.key.startswith(prefix))
+        )
+        or 0
+    )
+    last = await s.scalar(
+        select(Card).where(Card.user_id == req.user_id, Card.key == f"{prefix}{n - 1}")
+    )
+    if last is not None and last.status == "open":
+        return NeedsCredit(last, short)
+    if last is not None and (last.answer or {}).get("action") == "reject":
+        return Refused(f"{short}; the person chose not to add credit for this call")
+    card = await create_card(
+        s,
+        user_id=req.user_id,
+        kind="credit",
+        title=f"Add credit: {req.kind} with {req.model} costs {req.price_cents / 100:.2f} EUR, "
+        f"{balance / 100:.2f} EUR left",
+        task_id=req.task_id,
+        price_cents=req.price_cents,
+        payload={
+            "call_id": req.call_id,
+            "kind": req.kind,
+            "model": req.model,
+            "balance_cents": balance,
+            "needed_cents": req.price_cents - balance,
+            "reason": short,
+        },
+        key=f"{prefix}{n}",
+    )
+    return NeedsCredit(card, short)
 
 
 async def claim_submit(s: AsyncSession, order_id: str, again: bool = False) -> bool:

@@ -32,6 +32,7 @@ from lomo.hosts import TrustedHosts
 from lomo.settings import LOOPBACK_NAMES
 from lomo.signing import SIGNATURE_HEADER, sign
 from sim import render
+from sim.payments import Payments, payments_router
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class Faults(BaseModel):
     # The next N image jobs ignore their prompt: a revision comes back as the picture it
     # revised (a model that missed the brief).
     ignore_brief_jobs: int = Field(default=0, ge=0, le=100)
+    # Payments stay pending until `POST /payments/{id}/complete` (sim/payments.py).
+    hold_payments: bool = False
 
 
 class FaultsUpdate(BaseModel):
@@ -76,6 +79,7 @@ class FaultsUpdate(BaseModel):
     latency_scale: float | None = Field(default=None, ge=0)
     result_content_type: str | None = None
     ignore_brief_jobs: int | None = Field(default=None, ge=0, le=100)
+    hold_payments: bool | None = None
 
 
 def _error(status: int, error: str, detail: Any) -> JSONResponse:
@@ -290,10 +294,12 @@ def create_app(
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     sim = Simulator(data_dir, callback_secret, speed)
+    payments = Payments(sim)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         sim.resume_unfinished()
+        payments.resume_unfinished()
         yield
         await sim.shutdown()
 
@@ -301,6 +307,7 @@ def create_app(
     app.state.sim = sim
     app.add_middleware(TrustedHosts, allowed=allowed_hosts)
     operator = [_bearer(token)]
+    app.include_router(payments_router(payments, operator))
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:

@@ -234,6 +234,9 @@ def _after_tools(
         cents = int(priced[0].get("price_cents") or priced[0].get("amount_cents") or 0)
         price = f"{cents / 100:.2f} EUR"
         return _text(say("price", lang, kind=kind, name=work.name, price=price), request)
+    if short := [v for v in values if v.get("status") == "needs_credit"]:
+        price = f"{int(short[0].get('price_cents') or 0) / 100:.2f} EUR"
+        return _text(say("credit", lang, kind=kind, name=work.name, price=price), request)
     submitted = sum(v.get("status") == "submitted" for v in values)
     if submitted > 1:
         return _text(say("making_many", lang, n=submitted, name=work.name), request)

@@ -70,6 +70,12 @@ _SAY = {
         "The {kind} “{name}” costs {price}; it starts once you confirm the price card.",
         "Das {kind} „{name}“ kostet {price}; es entsteht, sobald du die Preiskarte bestätigst.",
     ),
+    "credit": (
+        "The {kind} “{name}” costs {price}, more than the balance; it starts by itself "
+        "once you add credit.",
+        "Das {kind} „{name}“ kostet {price}, mehr als das Guthaben; es entsteht von selbst, "
+        "sobald du Guthaben auflädst.",
+    ),
     "still_making": (
         "The {kind} “{name}” is still being made; it will appear here when it is ready.",
         "Das {kind} „{name}“ entsteht noch; es erscheint hier, sobald es fertig ist.",

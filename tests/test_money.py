@@ -400,8 +400,12 @@ async def test_daily_free_limit_and_insufficient_balance(
         assert (a.status, b.status, c.status) == ("done", "done", "needs_confirmation")
         assert "daily free-confirm limit" in c.result["reason"] and c.card_id
         assert (await m.answer(c.card_id, "confirm")).status_code == 200
-        d = await m.image(over)  # confirmed, but 2 cents left: refused, nothing reserved
-        assert d.status == "error" and "insufficient balance" in d.result["error"]
+        d = await m.image(over)  # confirmed, but 2 cents left: waits for credit, no reserve
+        assert d.status == "needs_credit" and "insufficient balance" in d.result["reason"]
+        assert d.card_id and (await m.image(over)).card_id == d.card_id  # the same wait
+        assert (await m.answer(d.card_id, "reject")).status_code == 200
+        e = await m.image(over)  # the person chose not to add credit: refused
+        assert e.status == "error" and "not to add credit" in e.result["error"]
         for o in (a.order_id, b.order_id):
             assert await m.settled(str(o)) == "succeeded"
         assert await m.account() == (2, 0, 8, 10)

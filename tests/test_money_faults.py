@@ -129,9 +129,9 @@ async def test_twenty_paid_calls_racing_on_one_budget_never_overspend(
             for d in dbs:
                 await d.dispose()
         done = [r for r in results if r.status == "done"]
-        refused = [r for r in results if r.status == "error"]
+        refused = [r for r in results if r.status == "needs_credit"]
         assert len(done) == 12 and len(refused) == 8, [r.result for r in results]
-        assert all("insufficient balance" in r.result["error"] for r in refused)
+        assert all("insufficient balance" in r.result["reason"] for r in refused)
         balance, reserved, spent, deposits = await m.account()
         assert (balance, reserved + spent, deposits) == (2, 48, 50)  # settling meanwhile
         for r in done:

@@ -22,7 +22,7 @@ from lomo.db.engine import Database
 from lomo.settings import Settings
 from workspace.store import BlobStore
 
-ToolStatus = Literal["done", "error", "outcome_unknown", "needs_confirmation"]
+ToolStatus = Literal["done", "error", "outcome_unknown", "needs_confirmation", "needs_credit"]
 
 
 @dataclass

@@ -31,6 +31,7 @@ from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
     UNCLEAR_SUBMIT,
     NeedsConfirmation,
+    NeedsCredit,
     OrderRequest,
     Refused,
     claim_submit,
@@ -92,7 +93,8 @@ def _spec(kind: str) -> ToolSpec:
         name=f"generate_{kind}",
         description=f"Generate {_WHAT[kind]} (paid). Returns an order; the result arrives "
         "later. Over the person's thresholds it returns needs_confirmation and waits for "
-        "their answer. Models: " + " | ".join(m.describe() for m in models),
+        "their answer; without enough balance the task waits until credit is added. "
+        "Models: " + " | ".join(m.describe() for m in models),
         input_schema={
             "type": "object",
             "properties": {
@@ -137,7 +139,14 @@ class GenerateTool(Tool):
             # The model asked for something impossible: it hears why, nothing is spent.
             return error(e.detail)
         req = OrderRequest(
-            ctx.user_id, ctx.task_id, ctx.call_id, self.kind, spec.name, args, spec.price_cents
+            ctx.user_id,
+            ctx.task_id,
+            ctx.call_id,
+            self.kind,
+            spec.name,
+            args,
+            spec.price_cents,
+            waits_for_credit=True,
         )
         async with self.deps.db.session() as s:
             placed = await place_order(s, req, self.deps.settings)
@@ -151,6 +160,19 @@ class GenerateTool(Tool):
                         "price_cents": spec.price_cents,
                         "reason": placed.reason,
                         "detail": "waiting for the person to confirm the price card",
+                    },
+                    card_id=placed.card.id,
+                )
+            if isinstance(placed, NeedsCredit):
+                # Not an answer for the model: the task waits for credit, then runs the
+                # same call again (workflows/task.py).
+                return ToolResult(
+                    "needs_credit",
+                    {
+                        "status": "needs_credit",
+                        "price_cents": spec.price_cents,
+                        "reason": placed.reason,
+                        "detail": "waiting for the person to add credit",
                     },
                     card_id=placed.card.id,
                 )

@@ -47,6 +47,8 @@ from workflows.task_state import (
 )
 from workflows.task_waits import TaskWaits
 
+# Call statuses that park the call on a card: the same call runs again once it is answered.
+PARKED_CALLS = ("needs_confirmation", "needs_credit")
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -184,8 +186,11 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         if outcome.present and outcome.order_id:
             self.present_orders.add(outcome.order_id)
         if outcome.card_id:
-            pending_call = call_id if outcome.status == "needs_confirmation" else ""
+            # A call waiting on a price or credit card runs again once the card is answered.
+            pending_call = call_id if outcome.status in PARKED_CALLS else ""
             self.open_cards.setdefault(outcome.card_id, pending_call)
+            if outcome.status == "needs_credit":
+                self.credit_cards.add(outcome.card_id)
         if outcome.turn_state is not None:
             self._end_state = outcome.turn_state
         if outcome.flow_run:
@@ -280,7 +285,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             if verdict.action in WAITS_FOR_PERSON:
                 # The main loop waits for the answer (or a message, stop, pause).
                 self.idle_turns = 0
-                await self._set_status("waiting_user", waiting=True)
+                await self._set_status("waiting_user", self._waiting_reason(), waiting=True)
                 return
             self.wake = True  # next_turn
             return
@@ -294,6 +299,7 @@ class TaskWorkflow(TaskInputs, TaskWaits):
         rerun = []
         for card_id in sorted(self.answered & set(self.open_cards)):
             call_id = self.open_cards.pop(card_id)
+            self.credit_cards.discard(card_id)
             if call_id:
                 rerun.append(call_id)
             else:

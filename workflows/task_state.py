@@ -65,6 +65,9 @@ class TaskState:
         self.present_orders: set[str] = set()
         self._presenting: list[str] = []
         self.open_cards: dict[str, str] = {}  # card_id -> call_id to run again, or ""
+        # Open cards of calls short of balance: the task says it waits for credit. Not
+        # carried across continue-as-new (a task parked on cards does not roll over).
+        self.credit_cards: set[str] = set()
         self.answered: set[str] = set()
         self.idle_turns = 0
         self._model_turn = False
@@ -148,6 +151,11 @@ class TaskState:
     def _parked_on_cards(self) -> bool:
         unanswered = set(self.open_cards) - self.answered
         return bool(unanswered) and not (self._has_work() or self._must_end())
+
+    def _waiting_reason(self) -> str:
+        if self.credit_cards & (set(self.open_cards) - self.answered):
+            return "waiting for credit: a paid call needs more balance"
+        return ""
 
     def _has_work(self) -> bool:
         if self.pause_requested:

@@ -7,6 +7,7 @@ import { Drafts } from "./drafts.js";
 import { LANG, t } from "./i18n.js";
 import { renderBudget, renderMemory } from "./panels.js";
 import { renderTask, renderTaskList, replyForm } from "./tasks.js";
+import { topUpControl } from "./topup.js";
 import { Workspace } from "./workspace.js";
 
 const root = document.getElementById("root");
@@ -97,7 +98,7 @@ async function start() {
   });
   reply.hidden = true;
   replace(root,
-    h("header", {}, h("h1", {}, t("title")), el.budget, el.conn,
+    h("header", {}, h("h1", {}, t("title")), el.budget, topUpControl({ report, onChange: () => renderBudget(el.budget).catch(report) }), el.conn,
       h("button", { class: "link", onclick: () => { auth.clear(); stream?.stop(); login(); } }, t("logout"))),
     el.errors,
     h("main", { class: "layout" },
