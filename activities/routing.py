@@ -75,6 +75,8 @@ class RoutingActivities:
             if done is not None:
                 return done
             msg = await self._message(s, inp.user_id, inp.message_id)
+            if msg.withdrawn_at is not None or msg.moved_to is not None:
+                return self._taken_back(msg)
             if msg.deterministic and msg.task_id:
                 # The api settled the target (a finished task to start again): no model.
                 if msg.processed_turn is not None:
@@ -123,6 +125,8 @@ class RoutingActivities:
             if done is not None:
                 return done
             msg = await self._message(s, inp.user_id, inp.message_id)
+            if msg.withdrawn_at is not None or msg.moved_to is not None:
+                return self._taken_back(msg)
             plan = await self._apply(s, msg, call, {c.task_id: c for c in cands})
             return await self._record(s, msg, plan, [c.task_id for c in cands], calls)
 
@@ -299,6 +303,13 @@ class RoutingActivities:
             running_visible_seconds=self.settings.running_visible_seconds,
             message_id=message_id,
         )
+
+    def _taken_back(self, msg: MessageRow) -> RoutePlan:
+        """The person withdrew the message, or moved it elsewhere, before it was routed:
+        nothing is handed over (a plan flagged as a repeat)."""
+        plan = self._plan("answer", msg.id)
+        plan.repeat = True
+        return plan
 
     async def _recorded(self, s: AsyncSession, key: str) -> RoutePlan | None:
         """The plan stored for this item. Returned as is to a retry of the activity that
