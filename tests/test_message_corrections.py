@@ -171,3 +171,35 @@ async def test_an_unread_message_moves_before_its_task_reads_it(
             f"/v1/messages/{copy}/move", json={"task_id": posters}, headers=st.auth
         )
         assert same.status_code == 400
+
+
+async def test_main_moves_the_previous_message_to_the_task_named(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """"That was meant for the posters" to main: the previous message goes there (the
+    stand-in router recognises the move by meaning and names the task by its words)."""
+    provider = _provider()
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        flyer = await _idle_task(st, temporal_client, task_queue, "Design the concert flyer")
+        posters = await _idle_task(st, temporal_client, task_queue, "Retro brand posters")
+        mid = await _send(st, flyer, "add a big orange sun in the corner")
+        await eventually(lambda: _state(st, mid, "read"), within=60)
+        r = await st.api.post(
+            "/v1/messages", json={"text": "That was meant for the posters"}, headers=st.auth
+        )
+        said = r.json()["message_id"]
+        moved = await eventually(lambda: _state(st, mid, "moved"), within=60)
+        assert moved["moved_to"]["task_id"] == posters
+        copy = moved["moved_to"]["message_id"]
+        await eventually(lambda: _state(st, copy, "read"), within=60)
+        instruction = await get_message(st, said)
+        assert instruction["routing"]["decision"] == "move" and "task_id" not in instruction
+
+        async def noticed() -> Any:
+            return _saw(provider.requests, "Notice, not from the person") or None
+
+        await eventually(noticed, within=60)
+        thread = (await st.api.get("/v1/thread", headers=st.auth)).json()["items"]
+        assert any(i["type"] == "task.reply" and "Moved to" in i.get("text", "") for i in thread)

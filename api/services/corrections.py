@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.dispatch import TemporalGetter
@@ -20,15 +20,13 @@ from api.dispatch.tasks import deliver_to_task, take_back
 from api.schemas.messages import MessageIn, MessageView, MoveIn
 from api.services.handoff import hand_over_bounded, within_bound
 from api.services.messages import copies_of, message_view, store_message
-from journal.marks import OPEN, withdraw
-from lomo import clock
+from journal.marks import withdraw
+from journal.moves import mark_moved, notice_row, was_read
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, User
 from lomo.errors import AlreadyRead, Conflict, InvalidInput, NotFound, TakenBack
 from lomo.events import append_event
-from lomo.ids import new_id
 from lomo.settings import Settings
-from routing.text import detect_language
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +83,16 @@ async def move_message(
             raise InvalidInput(f"message {message_id} is already in task {body.task_id}")
         source = old.task_id
         copy = await _copy(s, user.id, old, body.task_id)
-        if not await _mark_moved(s, old, copy):
+        if not await mark_moved(s, old, copy.id):
             raise _not_open(old)  # the copy is rolled back with it
-        was_read = old.read_at is not None or old.processed_turn is not None
+        read = was_read(old)
         await append_event(s, user.id, "message.moved", _moved_event(old, copy))
         view = message_view(old, await copies_of(s, [old]))
     try:
         await hand_over_bounded(db, temporal, settings, copy, first=True)
     except Conflict:
         log.warning("moved message %s: its task refused it now; the relay hands it over", copy.id)
-    if source and was_read:
+    if source and read:
         await _notice(db, temporal, settings, old, source, copy)
     elif source:
         await _tell_task(temporal, settings, source, old.id)
@@ -108,21 +106,6 @@ async def _copy(s: AsyncSession, user_id: str, old: MessageRow, task_id: str) ->
     copy = await store_message(s, user_id, body, old.channel, moved_from=old.id)
     assert copy is not None  # no client_message_id: nothing to collide with
     return copy
-
-
-async def _mark_moved(s: AsyncSession, old: MessageRow, copy: MessageRow) -> bool:
-    """Moved away, unless withdrawn or moved meanwhile (the row's lock orders the writes)."""
-    got = (
-        await s.execute(
-            update(MessageRow)
-            .where(MessageRow.id == old.id, OPEN)
-            .values(moved_to=copy.id)
-            .returning(MessageRow.id)
-            .execution_options(synchronize_session=False)
-        )
-    ).first()
-    await s.refresh(old)
-    return got is not None
 
 
 def _moved_event(old: MessageRow, copy: MessageRow) -> dict[str, Any]:
@@ -147,18 +130,7 @@ async def _notice(
     within the bound; a task that ended meanwhile does not act on it anyway."""
     async with db.session() as s:
         goal = await s.scalar(select(Task.goal).where(Task.id == copy.task_id))
-        row = MessageRow(
-            id=new_id("msg"),
-            user_id=old.user_id,
-            text=_notice_text(old.text, str(goal or copy.task_id)),
-            target={"notice": "moved", "message_id": old.id, "task_id": copy.task_id},
-            routing_status="routed",
-            deterministic=True,
-            decision="existing",
-            task_id=source,
-            channel=old.channel,
-            handed_at=clock.now(),  # not the relay's: a notice is handed over once
-        )
+        row = notice_row(old, source, str(copy.task_id), str(goal or copy.task_id))
         s.add(row)
 
     async def go() -> None:
@@ -169,16 +141,3 @@ async def _notice(
         await within_bound(go(), f"notice {row.id}", settings.handoff_wait_seconds)
     except Conflict:
         pass  # the task ended: it acts on nothing more
-
-
-def _notice_text(said: str, goal: str) -> str:
-    quoted = said if len(said) <= 200 else said[:200] + "…"
-    if detect_language(said) == "de":
-        return (
-            f"[Hinweis, nicht von der Person] Die Nachricht „{quoted}“ gehört zur Aufgabe "
-            f"„{goal}“ und wurde dorthin verschoben. Hier nicht weiter darauf eingehen."
-        )
-    return (
-        f'[Notice, not from the person] The message "{quoted}" belongs to the task "{goal}" '
-        "and was moved there. Do not act on it further here."
-    )

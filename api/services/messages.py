@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.dispatch import TemporalGetter
 from api.schemas.messages import MessageAccepted, MessageIn, MessageList, MessageView, Routing
 from api.services.handoff import arrived, hand_over_bounded
+from journal.moves import is_notice
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, User
 from lomo.errors import NotFound, TooLarge
@@ -156,11 +157,6 @@ async def task_messages(s: AsyncSession, user_id: str, task_id: str, limit: int)
     said = [m for m in reversed(rows) if not is_notice(m)]
     copies = await copies_of(s, said)
     return MessageList(messages=[message_view(m, copies) for m in said])
-
-
-def is_notice(m: MessageRow) -> bool:
-    """A note to a task that is not the person's words (api/services/corrections.py)."""
-    return bool((m.target or {}).get("notice"))
 
 
 async def copies_of(s: AsyncSession, rows: list[MessageRow]) -> dict[str, str | None]:
