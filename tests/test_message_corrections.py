@@ -176,7 +176,7 @@ async def test_an_unread_message_moves_before_its_task_reads_it(
 async def test_main_moves_the_previous_message_to_the_task_named(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
-    """"That was meant for the posters" to main: the previous message goes there (the
+    """ "That was meant for the posters" to main: the previous message goes there (the
     stand-in router recognises the move by meaning and names the task by its words)."""
     provider = _provider()
     async with running_stack(
@@ -203,3 +203,35 @@ async def test_main_moves_the_previous_message_to_the_task_named(
         await eventually(noticed, within=60)
         thread = (await st.api.get("/v1/thread", headers=st.auth)).json()["items"]
         assert any(i["type"] == "task.reply" and "Moved to" in i.get("text", "") for i in thread)
+
+
+RACE_ROUNDS = 8
+
+
+async def test_withdrawing_while_the_task_reads_ends_in_exactly_one(
+    tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
+) -> None:
+    """A message sent to an idle task and withdrawn at once, round after round: the task
+    picks it up within milliseconds, so each round races the withdrawal against its model
+    step. The api's answer and what the task did agree: 200 and the model never saw it, or
+    409 `already_read` and it was read."""
+    provider = ScriptedProvider([text("Noted.")] * (RACE_ROUNDS + 5), unscripted=UNSCRIPTED)
+    async with running_stack(
+        tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
+    ) as st:
+        tid = await _idle_task(st, temporal_client, task_queue, "Collect poster ideas")
+        answers: dict[str, int] = {}
+        for i in range(RACE_ROUNDS):
+            mid = await _send(st, tid, f"idea number {i} of the race")
+            r = await st.api.delete(f"/v1/messages/{mid}", headers=st.auth)
+            assert r.status_code in (200, 409), r.text
+            answers[mid] = r.status_code
+        barrier = await _send(st, tid, "the last word")
+        await eventually(lambda: _state(st, barrier, "read"), within=60)
+        for i, (mid, status) in enumerate(answers.items()):
+            m = await get_message(st, mid)
+            seen = _saw(provider.requests, f"idea number {i} of the race")
+            if status == 200:
+                assert m["state"] == "withdrawn" and "processed" not in m and not seen
+            else:
+                assert m["state"] == "read" and m["processed"] and seen

@@ -50,7 +50,11 @@ async def test_withdraw_and_read_at_once_end_in_exactly_one(db: Database) -> Non
             await gate.wait()
             return await withdraw(db, user_id, mid)
 
-        racing = asyncio.gather(read(), take_back()) if i % 2 else asyncio.gather(take_back(), read())
+        # Each side is scheduled first in turn.
+        if i % 2:
+            racing = asyncio.gather(read(), take_back())
+        else:
+            racing = asyncio.gather(take_back(), read())
         gate.set()
         got = await racing
         taken, row = (got[0], got[1]) if i % 2 else (got[1], got[0])

@@ -49,12 +49,15 @@ def _reply(page: Any, words: str) -> Any:
 def test_marks_withdraw_and_move_in_a_task(stack: dict[str, Any]) -> None:
     posters = _task_of(stack, "Make me a series of retro-style brand posters")
     logo = _task_of(stack, "Design a logo for my bakery")
-    with chromium() as browser, browser_page(browser, "marks", axe=True) as w, api_client(
-        stack
-    ) as api:
+    with (
+        chromium() as browser,
+        browser_page(browser, "marks", axe=True) as w,
+        api_client(stack) as api,
+    ):
         page = w.page
         open_app(page, stack)
-        page.locator(".task-list li", has_text="retro-style brand posters").locator("button").click()
+        row = page.locator(".task-list li", has_text="retro-style brand posters")
+        row.locator("button").click()
         expect(page.locator(".task-detail h2")).to_contain_text("posters", timeout=30_000)
 
         assert api.post(f"/v1/tasks/{posters}/pause").status_code == 200
@@ -65,9 +68,10 @@ def test_marks_withdraw_and_move_in_a_task(stack: dict[str, Any]) -> None:
         held.locator("button.withdraw").click()
         expect(held.locator(".mark")).to_have_text("withdrawn", timeout=30_000)
         expect(held.locator("button")).to_have_count(0)
-        assert api.get(f"/v1/messages/{held.get_attribute('data-message-id')}").json()[
-            "state"
-        ] == "withdrawn"
+        assert (
+            api.get(f"/v1/messages/{held.get_attribute('data-message-id')}").json()["state"]
+            == "withdrawn"
+        )
 
         assert api.post(f"/v1/tasks/{posters}/resume").status_code == 200
         line = _reply(page, "put a small moon in the corner")
