@@ -26,6 +26,7 @@ from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, User
 from lomo.errors import AlreadyRead, Conflict, InvalidInput, NotFound, TakenBack
 from lomo.events import append_event
+from lomo.ids import new_id
 from lomo.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,13 @@ async def move_message(
             raise _not_open(old)
         if old.task_id == body.task_id:
             raise InvalidInput(f"message {message_id} is already in task {body.task_id}")
-        source = old.task_id
-        copy = await _copy(s, user.id, old, body.task_id)
-        if not await mark_moved(s, old, copy.id):
-            raise _not_open(old)  # the copy is rolled back with it
+        source, copy_id = old.task_id, new_id("msg")
+        # The message's row first, then the copy and the events (the person's event
+        # counter): the order a model step taking it locks them in, so no deadlock.
+        if not await mark_moved(s, old, copy_id):
+            raise _not_open(old)
         read = was_read(old)
+        copy = await _copy(s, user.id, old, body.task_id, copy_id)
         await append_event(s, user.id, "message.moved", _moved_event(old, copy))
         view = message_view(old, await copies_of(s, [old]))
     try:
@@ -99,11 +102,14 @@ async def move_message(
     return view
 
 
-async def _copy(s: AsyncSession, user_id: str, old: MessageRow, task_id: str) -> MessageRow:
-    """The moved message as the other task receives it: same words and attachments."""
+async def _copy(
+    s: AsyncSession, user_id: str, old: MessageRow, task_id: str, copy_id: str
+) -> MessageRow:
+    """The moved message as the other task receives it: same words and attachments. A
+    target it cannot go to refuses the move (rolled back with it)."""
     target: dict[str, Any] = old.target or {}
     body = MessageIn(text=old.text, task_id=task_id, attachments=target.get("attachments", []))
-    copy = await store_message(s, user_id, body, old.channel, moved_from=old.id)
+    copy = await store_message(s, user_id, body, old.channel, old.id, copy_id)
     assert copy is not None  # no client_message_id: nothing to collide with
     return copy
 

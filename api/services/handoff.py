@@ -65,10 +65,15 @@ async def mark_handed(db: Database, *message_ids: str) -> None:
             )
             .execution_options(synchronize_session=False)
         )
-        for mid, user_id, task_id, direct in sorted(got.all()):
-            if direct and task_id:
-                data = {"message_id": mid, "task_id": task_id}
-                await append_event(s, user_id, "message.delivered", data)
+        delivered = [(m, u, t) for m, u, t, direct in sorted(got.all()) if direct and t]
+    if not delivered:
+        return
+    # Their own transaction: a model step commits its person's event counter before its
+    # messages, and these rows' locks held while waiting for that counter could deadlock.
+    async with db.session() as s:
+        for mid, user_id, task_id in delivered:
+            data = {"message_id": mid, "task_id": task_id}
+            await append_event(s, user_id, "message.delivered", data)
 
 
 class _Marks:

@@ -64,11 +64,16 @@ async def accept_message(
 
 
 async def store_message(
-    s: AsyncSession, user_id: str, body: MessageIn, channel: str, moved_from: str | None = None
+    s: AsyncSession,
+    user_id: str,
+    body: MessageIn,
+    channel: str,
+    moved_from: str | None = None,
+    message_id: str | None = None,
 ) -> MessageRow | None:
     """The message with its routing, its events and links; None if a concurrent request
     with the same client_message_id stored it first. `moved_from`: the message this one
-    is a move of (api/services/corrections.py)."""
+    is a move of (api/services/corrections.py), with the id it was given (`message_id`)."""
     # Explicit targets are settled here, after checking the task can take the message.
     target = await resolve_target(s, user_id, body.task_id, body.card_id, body.object_id)
     task_id = target.task_id
@@ -81,7 +86,7 @@ async def store_message(
     # main thread; the routing is still deterministic.
     direct = task_id is not None and not target.restart
     msg = MessageRow(
-        id=new_id("msg"),
+        id=message_id or new_id("msg"),
         user_id=user_id,
         text=body.text,
         client_message_id=body.client_message_id,
