@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.routing_move import move_previous
 from llm.types import ModelProvider, ModelRequest
 from lomo import clock as platform_clock
 from lomo.cards import create_card
@@ -34,7 +35,7 @@ from routing.index import Candidate, TaskIndex
 from routing.models import RoutingRecord
 from routing.prompt import clip, duplicate_request, route_call, route_request
 from routing.text import detect_language
-from routing.types import DECISIONS, RoutePlan, RouteRequest
+from routing.types import DECISIONS, MOVE, RoutePlan, RouteRequest
 from vectors.base import VectorIndex
 from vectors.embeddings import Embedder, get_embedder
 
@@ -75,6 +76,8 @@ class RoutingActivities:
             if done is not None:
                 return done
             msg = await self._message(s, inp.user_id, inp.message_id)
+            if msg.withdrawn_at is not None or msg.moved_to is not None:
+                return self._taken_back(msg)
             if msg.deterministic and msg.task_id:
                 # The api settled the target (a finished task to start again): no model.
                 if msg.processed_turn is not None:
@@ -123,6 +126,8 @@ class RoutingActivities:
             if done is not None:
                 return done
             msg = await self._message(s, inp.user_id, inp.message_id)
+            if msg.withdrawn_at is not None or msg.moved_to is not None:
+                return self._taken_back(msg)
             plan = await self._apply(s, msg, call, {c.task_id: c for c in cands})
             return await self._record(s, msg, plan, [c.task_id for c in cands], calls)
 
@@ -154,7 +159,7 @@ class RoutingActivities:
     async def _ask(self, req: ModelRequest) -> dict[str, Any]:
         resp = await self.provider.complete(req)
         call = route_call(resp.tool_uses)
-        if call is None or call.get("decision") not in DECISIONS:
+        if call is None or call.get("decision") not in (*DECISIONS, MOVE):
             raise ApplicationError(
                 f"router answered without a valid route: {call}", non_retryable=True
             )
@@ -165,6 +170,8 @@ class RoutingActivities:
         self, s: AsyncSession, msg: MessageRow, call: dict[str, Any], cands: dict[str, Candidate]
     ) -> RoutePlan:
         decision = str(call["decision"])
+        if decision == MOVE:
+            return await self._move(s, msg, str(call.get("task_id") or ""), list(cands))
         if decision == "existing":
             task = await s.get(Task, str(call.get("task_id") or ""))
             if task is None or task.user_id != msg.user_id:
@@ -228,6 +235,29 @@ class RoutingActivities:
         task.updated_at = self.clock()  # the task is the most recently active one again
         plan = self._plan("existing", msg.id, task.id, task.kind)
         plan.restart, plan.turn, plan.promote = restart, task.turn, promote
+        return plan
+
+    async def _move(
+        self, s: AsyncSession, msg: MessageRow, task_id: str, cands: list[str]
+    ) -> RoutePlan:
+        """ "That was meant for the posters": the person's previous message goes to that
+        task as a new message there (delivered by the main thread, like a follow-up); the
+        task it left is told. `msg` itself is answered, not handed to any task."""
+        task = await s.get(Task, task_id)
+        if task is None or task.user_id != msg.user_id or task.status in CLOSED:
+            return await self._clarify(s, msg, cands[:4], "unknown task")
+        moved = await move_previous(s, msg, task)
+        de = detect_language(msg.text) == "de"
+        if moved is None:
+            text = "Da ist nichts zu verschieben." if de else "There is nothing to move."
+            await append_event(s, msg.user_id, "task.reply", {"message_id": msg.id, "text": text})
+            return self._plan("answer", msg.id)
+        plan = await self._existing(s, moved.copy, task, model_promote=False)
+        plan.decision, plan.message_id = MOVE, moved.copy.id
+        plan.left_task, plan.left_message, plan.left_notice = moved.left()
+        goal = clip(task.goal, 80) or task.id
+        text = f"Verschoben nach „{goal}“." if de else f'Moved to "{goal}".'
+        await append_event(s, msg.user_id, "task.reply", {"message_id": msg.id, "text": text})
         return plan
 
     async def _clarify(
@@ -300,6 +330,13 @@ class RoutingActivities:
             message_id=message_id,
         )
 
+    def _taken_back(self, msg: MessageRow) -> RoutePlan:
+        """The person withdrew the message, or moved it elsewhere, before it was routed:
+        nothing is handed over (a plan flagged as a repeat)."""
+        plan = self._plan("answer", msg.id)
+        plan.repeat = True
+        return plan
+
     async def _recorded(self, s: AsyncSession, key: str) -> RoutePlan | None:
         """The plan stored for this item. Returned as is to a retry of the activity that
         stored it (its workflow has not handed it over yet); to any other activity, flagged
@@ -337,7 +374,8 @@ class RoutingActivities:
     ) -> RoutePlan:
         """Store the plan with the message's routing in one transaction (a retry reads it)."""
         msg.routing_status, msg.decision = "routed", plan.decision
-        msg.task_id = plan.task_id if plan.decision != "clarify" else None
+        # A move hands over the moved message's copy: these words belong to no task.
+        msg.task_id = plan.task_id if plan.decision not in ("clarify", MOVE) else None
         s.add(
             RoutingRecord(
                 key=key or msg.id,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -34,6 +34,7 @@ from context.pictures import wanted
 from context.segments import ContextPolicy
 from context.types import Recalled, StepData
 from journal.drafts import DraftKey, ReplyDraft
+from journal.marks import take_messages
 from journal.running import ShowRunning
 from journal.statements import FINAL_CALL
 from journal.store import StepStore
@@ -78,6 +79,10 @@ class RuntimeActivities:
         stored answers from it and never asks the model twice."""
         at = clock.now()
         searching: list[asyncio.Future[MemoryContext]] = []
+        # Taken before anything is read for the model: a message withdrawn or moved away
+        # first is left out, and one taken can no longer be withdrawn (journal/marks.py).
+        taken = await take_messages(self.db, inp.user_id, inp.task_id, inp.message_ids)
+        inp = replace(inp, message_ids=taken)
         try:
             loaded = await self.store.load_step(
                 StepQuery(inp.task_id, inp.user_id, inp.turn, inp.step, inp.message_ids),

@@ -4,6 +4,8 @@
     ├── ConfigError                settings unusable (placeholder secret, bad URL)
     ├── NotFound                   unknown id, or an id that belongs to another user
     ├── Conflict                   a write based on an old state (version, second answer)
+    │   ├── AlreadyRead            a message its task has read cannot be withdrawn
+    │   └── TakenBack              a message withdrawn or moved away cannot be again
     ├── InvalidInput               input the domain refuses (API answers 400/422)
     │   ├── TooLarge               a body or upload over its size limit (413)
     │   ├── UnsupportedMediaType   an upload of a media type not on the list (415)
@@ -42,6 +44,14 @@ class NotFound(LomoError):
 
 class Conflict(LomoError):
     code = "conflict"
+
+
+class AlreadyRead(Conflict):
+    code = "already_read"
+
+
+class TakenBack(Conflict):
+    code = "taken_back"
 
 
 class InvalidInput(LomoError):

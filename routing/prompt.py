@@ -26,7 +26,9 @@ ROUTER_RULES = (
     "set task_id); new (a goal that needs planning and several steps: a persistent task; "
     "write a short briefing); clarify (the evidence cannot tell between candidates: list "
     "their ids in candidate_ids). Never guess between two plausible tasks: clarify. "
-    "Set promote=true when the person keeps revising a lightweight task. "
+    "Set promote=true when the person keeps revising a lightweight task. When the person "
+    "says their previous message was meant for another task, call `move_message` with that "
+    "task's id instead. "
     "Generation model catalogue:\n"
 )
 
@@ -45,6 +47,22 @@ ROUTE_TOOL = ToolSpec(
             "reason": {"type": "string"},
         },
         "required": ["decision"],
+    },
+)
+
+
+# The person says their previous message was meant for another task ("that was for the
+# posters"): the main thread moves it there instead of routing these words.
+MOVE_TOOL = ToolSpec(
+    name="move_message",
+    description=(
+        "The person says their previous message was meant for another task: move that "
+        "message to the task (task_id of a candidate). Call this instead of `route`."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"task_id": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["task_id"],
     },
 )
 
@@ -98,7 +116,7 @@ def route_request(
                 content=[TextBlock(text=head + "\n".join(lines)), TextBlock(text=text)],
             )
         ],
-        tools=[ROUTE_TOOL],
+        tools=[ROUTE_TOOL, MOVE_TOOL],
         max_tokens=400,
         purpose="route",
     )
@@ -137,6 +155,10 @@ def duplicate_request(
 
 
 def route_call(tool_uses: Sequence[Any]) -> dict[str, Any] | None:
+    """The router's decision; a `move_message` call is the decision "move"."""
+    for u in tool_uses:
+        if u.name == MOVE_TOOL.name and isinstance(u.input, dict):
+            return {**u.input, "decision": "move"}
     for u in tool_uses:
         if u.name == "route" and isinstance(u.input, dict):
             return dict(u.input)

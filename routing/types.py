@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DECISIONS = ("answer", "lightweight", "existing", "new", "clarify")
+# The router's other tool (routing/prompt.py, MOVE_TOOL): the person's previous message
+# goes to another task.
+MOVE = "move"
 
 
 @dataclass
@@ -19,7 +22,7 @@ class RouteRequest:
 class RoutePlan:
     """What the main thread does next."""
 
-    decision: str  # answer | lightweight | existing | new | clarify
+    decision: str  # answer | lightweight | existing | new | clarify | move
     task_id: str | None = None
     kind: str | None = None
     max_steps_per_turn: int = 8
@@ -38,3 +41,8 @@ class RoutePlan:
     # main thread must not deliver it or start its task a second time.
     repeat: bool = False
     running_visible_seconds: float = 2.0
+    # move: the task the moved message left, told after the copy is handed over: the
+    # message to drop unread (`left_message`), or the notice to deliver once it was read.
+    left_task: str | None = None
+    left_message: str | None = None
+    left_notice: str | None = None

@@ -40,6 +40,7 @@ INTENTS = (
     "question",
     "remember",
     "forget",
+    "move",
     "other",
 )
 MEDIA = ("image", "video", "audio", "3d")

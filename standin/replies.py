@@ -44,6 +44,12 @@ _SAY = {
         "Gern. Sag mir, was ich machen soll: ein Bild, ein Video, Audio, ein 3D-Modell oder "
         "etwas Mehrteiliges wie eine Plakatserie, eine Kampagne oder ein Kinderbuch.",
     ),
+    "move_which": (
+        "Which task should your previous message go to? Name it, e.g. \u201cthat was for "
+        "the posters\u201d.",
+        "Zu welcher Aufgabe soll deine vorige Nachricht? Nenn sie, z. B. \u201edas war für "
+        "die Poster\u201c.",
+    ),
     "nothing_to_change": (
         "There is no earlier work here to change yet. Tell me what to make first: an image, "
         "a video, audio or a 3D model.",

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from routing.prompt import DUPLICATE_CHECK, MARK
+from routing.prompt import DUPLICATE_CHECK, MARK, MOVE_TOOL
 from routing.text import FILLER, content_terms, detect_language
 from standin.intents import MEDIA, Recognition, recognise
 from standin.replies import say
@@ -77,11 +77,19 @@ def _respond(request: ModelRequest, payload: dict[str, object]) -> ModelResponse
         len(b.text) for m in request.messages for b in m.content if isinstance(b, TextBlock)
     )
     return ModelResponse(
-        content=[ToolUseBlock(id=f"toolu_{request.purpose}", name="route", input=payload)],
+        content=[_call(request, payload)],
         stop_reason="tool_use",
         usage=Usage(input_tokens=size // 4, output_tokens=20),
         model="lomo-offline",
     )
+
+
+def _call(request: ModelRequest, payload: dict[str, object]) -> ToolUseBlock:
+    """A move is the router's `move_message` tool; everything else its `route`."""
+    if payload.get("decision") == "move":
+        args = {k: v for k, v in payload.items() if k != "decision"}
+        return ToolUseBlock(id=f"toolu_{request.purpose}", name=MOVE_TOOL.name, input=args)
+    return ToolUseBlock(id=f"toolu_{request.purpose}", name="route", input=payload)
 
 
 def _decide_duplicate(cands: list[_Cand]) -> dict[str, object]:
@@ -124,6 +132,11 @@ def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str,
     overlap = {c.task_id: len(set(terms) & set(c.terms) - _MEDIA_TERMS) for c in cands}
     best = max(overlap.values(), default=0)
     ties = [c for c in cands if best and overlap[c.task_id] == best]
+    if intent == "move":
+        # "That was meant for the posters": the task it names, by the words it shares.
+        if len(ties) == 1:
+            return {"decision": "move", "task_id": ties[0].task_id, "reason": "task named"}
+        return {"decision": "answer", "reason": "move: which task is unclear"}
     change = rec.scores["change"] if rec else 0.0
     followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
     multipart = rec is not None and multipart_work(text, rec)
@@ -169,7 +182,12 @@ def main_answer(text: str, request: ModelRequest, lang: str, intent: str | None)
     """Main's own reply when no task takes the message."""
     if intent == "question":
         return capability_answer(text, request, lang)
-    keys = {"remember": "remember", "other": "other", "change": "nothing_to_change"}
+    keys = {
+        "remember": "remember",
+        "other": "other",
+        "change": "nothing_to_change",
+        "move": "move_which",
+    }
     return say(keys.get(intent or "", "unsure"), lang)
 
 

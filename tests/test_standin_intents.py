@@ -234,3 +234,21 @@ async def test_a_promoted_single_poster_stays_one_picture() -> None:
         await OfflineModel().complete(_task([TextBlock(text=series)], kind="persistent"))
     )
     assert [c.name for c in first] == ["update_checklist", "request_budget"]
+
+
+@pytest.mark.parametrize(
+    "text", ["That was meant for the posters", "Das war eigentlich für die Poster gedacht"]
+)
+async def test_a_message_meant_for_another_task_is_moved_there(text: str) -> None:
+    """The router's move tool, to the task the words name; unnamed, main asks which."""
+    cands = [
+        Candidate("tsk_flyer001", "persistent", "waiting_user", "Design the concert flyer",
+                  "", "en", [], NOW - timedelta(minutes=1)),
+        Candidate("tsk_poster01", "persistent", "waiting_user", "Retro brand posters",
+                  "", "en", [], NOW - timedelta(minutes=5)),
+    ]  # fmt: skip
+    resp = await OfflineModel().complete(route_request(text, cands, NOW, ""))
+    call = next(b for b in resp.content if isinstance(b, ToolUseBlock))
+    assert call.name == "move_message" and call.input["task_id"] == "tsk_poster01"
+    unnamed = await _route("Oops, that was meant for the other task", cands)
+    assert unnamed["decision"] == "answer"

@@ -65,6 +65,8 @@ class MainThreadWorkflow:
             # handed over by the activity that routed it first: never twice.
             if not plan.repeat:
                 await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
+                if plan.left_task:
+                    await self._tell_left(plan)
             self.pending.pop(0)
 
     async def _hand_over(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
@@ -75,7 +77,7 @@ class MainThreadWorkflow:
             return
         # A completed persistent task's workflow is still alive and takes the message
         # itself; only a workflow that has ended is started again in place (below).
-        if plan.decision == "existing":
+        if plan.decision in ("existing", "move"):
             handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
             try:
                 if plan.promote:
@@ -87,6 +89,18 @@ class MainThreadWorkflow:
                 # The task ended between the check and the signal: start it again in place.
                 workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)
                 await self._start(user_id, plan, message_id)
+
+    async def _tell_left(self, plan: RoutePlan) -> None:
+        """A move: the task the message left drops it unread, or is told not to act on it
+        further. A task that has ended acts on nothing more."""
+        handle = workflow.get_external_workflow_handle(f"task:{plan.left_task}")
+        try:
+            if plan.left_notice:
+                await handle.signal(TaskWorkflow.deliver, plan.left_notice)
+            elif plan.left_message:
+                await handle.signal(TaskWorkflow.taken_back, plan.left_message)
+        except FailureError:
+            workflow.logger.info("task %s ended; nothing to tell it", plan.left_task)
 
     async def _start(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
         assert plan.task_id is not None

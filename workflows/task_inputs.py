@@ -39,6 +39,14 @@ class TaskInputs(TaskState):
         if message_id and not self._closed_reason():
             self._enqueue(message_id)
 
+    @workflow.signal(name="taken_back")
+    def taken_back(self, message_id: str) -> None:
+        # The person withdrew the message, or moved it to another task, before a step took
+        # it (the database decided that): it leaves the inbox, and a later hand-off of it
+        # is taken as one already read (no turn runs for it).
+        if message_id:
+            self._consume([message_id])
+
     @workflow.update(name="card_answered")
     def card_answered(self, card_id: str) -> str:
         self.answered.add(card_id)

@@ -62,6 +62,16 @@ async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
         raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
 
+async def take_back(client: Client, task_id: str, message_id: str) -> None:
+    """Tell a task a message it has not read was withdrawn or moved away. Only spares it
+    a turn: a step that took the message id anyway finds it withdrawn in the database."""
+    try:
+        await _task(client, task_id).signal(TaskWorkflow.taken_back, message_id)
+    except RPCError as e:
+        if not workflow_gone(e):
+            raise
+
+
 async def signal_generation(client: Client, task_id: str, order_id: str, status: str) -> None:
     try:
         await _task(client, task_id).signal(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from api.deps import (
     ChannelDep,
@@ -14,7 +16,7 @@ from api.deps import (
     TemporalDep,
     TemporalGetterDep,
 )
-from api.schemas.messages import MessageAccepted, MessageIn, TaskMessageIn
+from api.schemas.messages import MessageAccepted, MessageIn, MessageList, TaskMessageIn
 from api.schemas.tasks import ContextView, ResumeIn, TaskList, TaskView
 from api.services import messages, tasks
 
@@ -42,6 +44,18 @@ async def get_task(task_id: str, user: CurrentUser, session: SessionDep) -> Task
 async def get_context(task_id: str, user: CurrentUser, session: SessionDep) -> ContextView:
     """What the task's last model call was sent, layer by layer, and what it cost."""
     return await tasks.last_context(session, user.id, task_id)
+
+
+@router.get("/{task_id}/messages", response_model_exclude_unset=True)
+async def list_task_messages(
+    task_id: str,
+    user: CurrentUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> MessageList:
+    """The person's messages in the task, oldest first (the latest `limit`), each with its
+    state: received, read, withdrawn, moved."""
+    return await messages.task_messages(session, user.id, task_id, limit)
 
 
 @router.post("/{task_id}/messages", status_code=202, response_model_exclude_unset=True)

@@ -37,8 +37,32 @@ class MessageAccepted(BaseModel):
     routing: Routing
 
 
+class MovedTo(BaseModel):
+    message_id: str = Field(description="the message as the other task received it")
+    task_id: str | None
+
+
+MESSAGE_STATES = (
+    "sent, received (its task's workflow has it), read (taken into a model step), "
+    "withdrawn or moved"
+)
+
+
 class MessageView(BaseModel):
     message_id: str
     text: str
     routing: Routing
     processed: Processed | None = Field(default=None, description="absent until its task read it")
+    state: str = Field(description=MESSAGE_STATES)
+    task_id: str | None = Field(default=None, description="its task; absent until routed")
+    withdrawn: bool | None = Field(default=None, description="present (true) once withdrawn")
+    moved_to: MovedTo | None = Field(default=None, description="present once moved away")
+    moved_from: str | None = Field(default=None, description="the message it was moved from")
+
+
+class MoveIn(BaseModel):
+    task_id: str = Field(min_length=1, max_length=40)
+
+
+class MessageList(BaseModel):
+    messages: list[MessageView]

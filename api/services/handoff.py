@@ -26,6 +26,7 @@ from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.errors import Conflict
+from lomo.events import append_event
 from lomo.settings import Settings
 from lomo.telemetry import MESSAGES_ROUTED
 
@@ -49,12 +50,30 @@ async def hand_over_stored(
 
 
 async def mark_handed(db: Database, *message_ids: str) -> None:
+    """The mark, and for a message its task took itself (a direct one) the event that
+    its task has it (`message.delivered`; the web app's "received" mark)."""
     async with db.session() as s:
-        await s.execute(
+        got = await s.execute(
             update(MessageRow)
             .where(MessageRow.id.in_(message_ids), MessageRow.handed_at.is_(None))
             .values(handed_at=clock.now())
+            .returning(
+                MessageRow.id,
+                MessageRow.user_id,
+                MessageRow.task_id,
+                MessageRow.deterministic & (MessageRow.routing_status == "routed"),
+            )
+            .execution_options(synchronize_session=False)
         )
+        delivered = [(m, u, t) for m, u, t, direct in sorted(got.all()) if direct and t]
+    if not delivered:
+        return
+    # Their own transaction: a model step commits its person's event counter before its
+    # messages, and these rows' locks held while waiting for that counter could deadlock.
+    async with db.session() as s:
+        for mid, user_id, task_id in delivered:
+            data = {"message_id": mid, "task_id": task_id}
+            await append_event(s, user_id, "message.delivered", data)
 
 
 class _Marks:
@@ -99,7 +118,10 @@ def _direct_task(m: MessageRow) -> str | None:
 
 def arrived(m: MessageRow) -> bool:
     """Visibly past the hand-off: routed by the main thread, or read by its task. A direct
-    message is "routed" from the start, so only its task having read it counts."""
+    message is "routed" from the start, so only its task having read it counts. A message
+    the person withdrew or moved away is not handed over (again)."""
+    if m.withdrawn_at is not None or m.moved_to is not None:
+        return True
     if _direct_task(m) is not None:
         return m.processed_turn is not None
     return m.routing_status != "pending"

@@ -11,10 +11,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.dispatch import TemporalGetter
-from api.schemas.messages import MessageAccepted, MessageIn, MessageView, Routing
+from api.schemas.messages import MessageAccepted, MessageIn, MessageList, MessageView, Routing
 from api.services.handoff import arrived, hand_over_bounded
+from journal.moves import is_notice
 from lomo.db.engine import Database
-from lomo.db.models import MessageRow, User
+from lomo.db.models import MessageRow, Task, User
 from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
@@ -42,7 +43,7 @@ async def accept_message(
         )
     async with db.session() as s:
         old = await _same_client_message(s, user.id, body.client_message_id)
-        msg = old or await _store(s, user.id, body, channel)
+        msg = old or await store_message(s, user.id, body, channel)
     if msg is None:  # a concurrent duplicate won the race: answer as for a retry
         return await accept_message(db, temporal, settings, user, body, channel)
     if old is not None:
@@ -62,9 +63,17 @@ async def accept_message(
     return MessageAccepted(message_id=msg.id, routing=routing_view(msg))
 
 
-async def _store(s: AsyncSession, user_id: str, body: MessageIn, channel: str) -> MessageRow | None:
+async def store_message(
+    s: AsyncSession,
+    user_id: str,
+    body: MessageIn,
+    channel: str,
+    moved_from: str | None = None,
+    message_id: str | None = None,
+) -> MessageRow | None:
     """The message with its routing, its events and links; None if a concurrent request
-    with the same client_message_id stored it first."""
+    with the same client_message_id stored it first. `moved_from`: the message this one
+    is a move of (api/services/corrections.py), with the id it was given (`message_id`)."""
     # Explicit targets are settled here, after checking the task can take the message.
     target = await resolve_target(s, user_id, body.task_id, body.card_id, body.object_id)
     task_id = target.task_id
@@ -77,7 +86,7 @@ async def _store(s: AsyncSession, user_id: str, body: MessageIn, channel: str) -
     # main thread; the routing is still deterministic.
     direct = task_id is not None and not target.restart
     msg = MessageRow(
-        id=new_id("msg"),
+        id=message_id or new_id("msg"),
         user_id=user_id,
         text=body.text,
         client_message_id=body.client_message_id,
@@ -87,6 +96,7 @@ async def _store(s: AsyncSession, user_id: str, body: MessageIn, channel: str) -
         decision="existing" if task_id else None,
         task_id=task_id,
         channel=channel,
+        moved_from=moved_from,
     )
     s.add(msg)
     try:
@@ -134,7 +144,33 @@ async def get_message(s: AsyncSession, user_id: str, message_id: str) -> Message
     m = await s.get(MessageRow, message_id)
     if m is None or m.user_id != user_id:
         raise NotFound(f"no message {message_id}")
-    return message_view(m)
+    return message_view(m, await copies_of(s, [m]))
+
+
+async def task_messages(s: AsyncSession, user_id: str, task_id: str, limit: int) -> MessageList:
+    task = await s.get(Task, task_id)
+    if task is None or task.user_id != user_id:
+        raise NotFound(f"no task {task_id}")
+    rows = list(
+        await s.scalars(
+            select(MessageRow)
+            .where(MessageRow.task_id == task_id, MessageRow.user_id == user_id)
+            .order_by(MessageRow.created_at.desc(), MessageRow.id.desc())
+            .limit(limit)
+        )
+    )
+    said = [m for m in reversed(rows) if not is_notice(m)]
+    copies = await copies_of(s, said)
+    return MessageList(messages=[message_view(m, copies) for m in said])
+
+
+async def copies_of(s: AsyncSession, rows: list[MessageRow]) -> dict[str, str | None]:
+    """The task of each moved message's copy, by the copy's id."""
+    ids = [m.moved_to for m in rows if m.moved_to]
+    if not ids:
+        return {}
+    got = await s.execute(select(MessageRow.id, MessageRow.task_id).where(MessageRow.id.in_(ids)))
+    return {str(i): t for i, t in got.all()}
 
 
 def routing_view(m: MessageRow) -> Routing:
@@ -146,12 +182,40 @@ def routing_view(m: MessageRow) -> Routing:
     return Routing.model_validate(routing)
 
 
-def message_view(m: MessageRow) -> MessageView:
-    out: dict[str, Any] = {"message_id": m.id, "text": m.text, "routing": routing_view(m)}
+def message_state(m: MessageRow) -> str:
+    """Where the message stands with its task (docs/api.md, "A message's state")."""
+    if m.withdrawn_at is not None:
+        return "withdrawn"
+    if m.moved_to is not None:
+        return "moved"
+    if m.read_at is not None or m.processed_turn is not None:
+        return "read"
+    if m.task_id and m.routing_status == "routed" and (m.handed_at or not m.deterministic):
+        # A direct message is its task's once the task's update took it (`handed_at`);
+        # one routed by the main thread, once routed (the main thread delivers it).
+        return "received"
+    return "sent"
+
+
+def message_view(m: MessageRow, copies: dict[str, str | None] | None = None) -> MessageView:
+    out: dict[str, Any] = {
+        "message_id": m.id,
+        "text": m.text,
+        "routing": routing_view(m),
+        "state": message_state(m),
+    }
+    if m.task_id:
+        out["task_id"] = m.task_id
     if m.processed_turn is not None:
         out["processed"] = {
             "task_id": m.task_id,
             "turn": m.processed_turn,
             "step": m.processed_step,
         }
+    if m.withdrawn_at is not None:
+        out["withdrawn"] = True
+    if m.moved_to:
+        out["moved_to"] = {"message_id": m.moved_to, "task_id": (copies or {}).get(m.moved_to)}
+    if m.moved_from:
+        out["moved_from"] = m.moved_from
     return MessageView.model_validate(out)

@@ -73,6 +73,13 @@ class MessageRow(Base):
     handed_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True, index=True
     )
+    # When a model step took it (its task has read it): a withdrawal or a move is
+    # conditional on this being unset, the step's taking on the other two being unset.
+    read_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    withdrawn_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # A move: the copy in the other task (on this one), the original (on the copy).
+    moved_to: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    moved_from: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class Task(Base):

@@ -2,9 +2,10 @@
 // live status, the questions waiting for the person, the workspace, budget and memory.
 import { api, apiAll, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
 import { renderCard } from "./cards.js";
-import { debounce, enterSends, h, labelled, replace } from "./dom.js";
+import { debounce, enterSends, h, keepFocus, labelled, replace } from "./dom.js";
 import { Drafts } from "./drafts.js";
 import { LANG, t } from "./i18n.js";
+import { Marks } from "./marks.js";
 import { renderBudget, renderMemory } from "./panels.js";
 import { renderTask, renderTaskList, replyForm } from "./tasks.js";
 import { topUpControl } from "./topup.js";
@@ -170,11 +171,13 @@ async function start() {
     state.selected = taskId;
     refreshTasks(); refreshTask(); refreshCards(); renderTaskThread(); renderDrafts();
   }
-  // The open task's own lines of the conversation, above its reply as it is written.
+  // The open task's own lines of the conversation, above its reply as it is written; the
+  // person's lines carry their marks and actions (marks.js).
+  const marks = new Marks({ report, changed: () => renderTaskThread(), currentTask: () => state.selected });
   function renderTaskThread() {
     const taskOf = (i) => i.task_id || state.messageTask.get(i.message_id);
-    replace(el.taskThread, thread.lines.filter((i) => taskOf(i) === state.selected).map((i) =>
-      h("li", { class: i.type === "task.reply" ? "agent" : "person" }, i.text || "")));
+    keepFocus(el.taskThread, () => replace(el.taskThread, thread.lines.filter((i) => taskOf(i) === state.selected).map((i) =>
+      (i.type === "task.reply" ? h("li", { class: "agent" }, i.text || "") : marks.line(i)))));
   }
 
   // The routed event may come before the POST's answer: look again until it is routed.
@@ -213,6 +216,9 @@ async function start() {
     if (ev.type === "reply.delta") return;
     if (ev.type.startsWith("generation.") && d.task_id) state.progress.set(d.task_id, d.progress ?? 0);
     if (ev.type === "message.routed" && d.message_id === state.lastMessage) showRouting().catch(report);
+    if (ev.type.startsWith("message.") && marks.apply(ev)) renderTaskThread();
+    // A new line of the person's (also a moved copy, in its new task) joins the thread.
+    if (ev.type === "message.received" || ev.type === "message.moved") refreshThread();
     if (ev.type.startsWith("task.") || ev.type.startsWith("generation.")) { refreshTasks(); refreshThread(); if (!d.task_id || d.task_id === state.selected) refreshTask(); }
     if (ev.type.startsWith("card.")) { refreshCards(); refreshTask(); }
     if (ev.type === "budget.changed" || ev.type.startsWith("generation.")) refreshBudget();
