@@ -39,7 +39,6 @@ from workspace.errors import NotAPicture
 from workspace.picture import PictureProps, matches, read
 from workspace.store import create_asset, get_version
 
-
 # What an asset is, when its request had no words to name it by.
 _KIND_NAMES = {"image": "image", "video": "video", "audio": "audio clip", "3d": "3D model"}
 

@@ -20,7 +20,7 @@ import playwright.sync_api as sync_api
 import pytest
 from PIL import Image
 
-from tests.up_support import start_up, stop_up, up_env, until
+from tests.up_support import start_up, stop_up, until, up_env
 from tests.web_support import PageWatch, api_client, audit, browser_page, chromium, open_app
 
 pytestmark = pytest.mark.slow
@@ -210,7 +210,9 @@ def _plays(page: Any, selector: str) -> dict[str, Any]:
             g.drawImage(m, 0, 0);
             const d = g.getImageData(0, 0, c.width, c.height).data;
             const seen = new Set();
-            for (let i = 0; i < d.length; i += 4 * 17) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+            for (let i = 0; i < d.length; i += 4 * 17) {
+              seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+            }
             colours = seen.size;
           }
           return { time: m.currentTime, duration: m.duration, error: m.error && m.error.code,

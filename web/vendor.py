@@ -42,7 +42,12 @@ def _module(path: str) -> tuple[bytes, str]:
 
 
 def mount(app: FastAPI) -> None:
-    @app.get(PREFIX + "/{path:path}", include_in_schema=False)
+    """A sub-app of its own: not part of the api's routes or schema, the app's middleware
+    (CSP, nosniff, host check) still around it."""
+    files = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.mount(PREFIX, files, name="vendor-three")
+
+    @files.get("/{path:path}")
     async def three(path: str, request: Request) -> Response:
         if path not in FILES:
             raise HTTPException(404, "not a vendored file")

@@ -76,12 +76,13 @@ async def diff(
     object_id: str,
     user: CurrentUser,
     session: SessionDep,
-    from_version: Annotated[int, Query(alias="from", ge=1, le=MAX_DB_INT)],
+    from_version: Annotated[int | None, Query(alias="from", ge=1, le=MAX_DB_INT)] = None,
     to: Version = None,
 ) -> ObjectDiff:
-    """The lines changed from version `from` to version `to` (default: the current one),
-    in hunks with a few unchanged lines around each: a document's text, or a flow's nodes
-    as JSON. Restoring `from` is a PUT of its content on the current version."""
+    """The lines changed from version `from` (default: the one before `to`) to version
+    `to` (default: the current one), in hunks with a few unchanged lines around each: a
+    document's text, or a flow's nodes as JSON. Restoring `from` is a PUT of its content
+    on the current version."""
     return await objects.compare(session, user.id, object_id, from_version, to)
 
 

@@ -168,14 +168,15 @@ async def _task_goals(s: AsyncSession, user_id: str, ids: list[str | None]) -> d
 
 
 async def compare(
-    s: AsyncSession, user_id: str, object_id: str, old: int, new: int | None
+    s: AsyncSession, user_id: str, object_id: str, old: int | None, new: int | None
 ) -> ObjectDiff:
-    """The lines that differ from version `old` to version `new` (the current one when
-    not given) of a document, or of a flow's nodes as JSON; assets have no lines."""
-    o, a = await store.get_version(s, user_id, object_id, old)
+    """The lines that differ from version `old` (the one before `new` when not given) to
+    version `new` (the current one when not given) of a document, or of a flow's nodes
+    as JSON; assets have no lines."""
+    o, b = await store.get_version(s, user_id, object_id, new)
     if o.type == "asset":
         raise InvalidInput("an asset's versions are files, not lines: open each to compare")
-    _, b = await store.get_version(s, user_id, object_id, new)
+    _, a = await store.get_version(s, user_id, object_id, old or max(1, b.version - 1))
     d = diff.line_diff(diff.content_text(o.type, a.content), diff.content_text(o.type, b.content))
     return ObjectDiff.model_validate(
         {"object_id": o.id, "type": o.type, "from_version": a.version, "to_version": b.version, **d}
