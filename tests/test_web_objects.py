@@ -306,3 +306,43 @@ def test_three_is_served_by_the_api_under_the_page_csp(stack: dict[str, Any]) ->
         assert again.status_code == 304
         for path in ("package.json", "../../package.json", "build/three.cjs"):
             assert http.get(f"/static/vendor/three/{path}").status_code == 404
+
+
+def test_an_asset_version_is_shown_again_and_restored(
+    browser: Any, stack: dict[str, Any], results: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """An asset's old version plays from its History, and Restore sends its bytes again
+    as a new version (the same checked PUT as an upload)."""
+    import base64
+
+    oid = results["audio"]["object_id"]
+    with api_client(stack) as api:
+        first = api.get(f"/v1/objects/{oid}/blob", params={"version": 1}).content
+        quiet = first[:44] + bytes(len(first) - 44)  # the same WAV header, silence
+        data = base64.b64encode(quiet).decode()
+        r = api.put(
+            f"/v1/objects/{oid}",
+            json={"base_version": 1, "content": {"media_type": "audio/wav", "data_base64": data}},
+        )
+        assert r.status_code == 200 and r.json()["version"] == 2, r.text
+    with browser_page(browser, "asset-history", axe=True) as w:
+        page = w.page
+        open_app(page, stack)
+        name = results["audio"]["object"]["name"]
+        page.get_by_role("button", name=f"History: {name}").click()
+        history = page.locator(".history")
+        expect(history.locator(".version")).to_have_count(2)
+        history.locator(".version[data-version='1'] button.open-version").click()
+        shown = history.locator(".history-detail figure[data-version='1'] audio[controls]")
+        expect(shown).to_be_visible()
+        heard = _plays(page, ".history-detail audio")
+        assert heard["error"] is None and heard["time"] > 0.2, heard
+        _shot(w, tmp_path, "asset-version")
+        report = audit(page, "asset-history")
+        history.locator(".version[data-version='1'] button.restore").click()
+        expect(page.locator(".workspace-panel .msg.ok")).to_contain_text(
+            "Version 1 restored as version 3"
+        )
+    with api_client(stack) as api:
+        assert api.get(f"/v1/objects/{oid}/blob").content == first
+    assert not _serious(report), report
