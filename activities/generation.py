@@ -39,14 +39,17 @@ from workspace.errors import NotAPicture
 from workspace.picture import PictureProps, matches, read
 from workspace.store import create_asset, get_version
 
-# What an asset is, when its request had no words to name it by.
+# What kind of thing a result is, first in its name (a model reading "recent asset …:
+# image: …" in its context knows what it may use as a reference).
 _KIND_NAMES = {"image": "image", "video": "video", "audio": "audio clip", "3d": "3D model"}
 
 
 def asset_name(kind: str, params: dict[str, Any]) -> str:
-    """A result is named by what was asked for (its prompt, without ids), never by an id;
-    the app shows its kind beside the name."""
-    return work_name(str(params.get("prompt") or "")) or _KIND_NAMES.get(kind, kind)
+    """A result is named by its kind and what was asked for (its prompt, without ids),
+    never by an id: "3D model: a red fox"."""
+    noun = _KIND_NAMES.get(kind, kind)
+    title = work_name(str(params.get("prompt") or ""))
+    return f"{noun}: {title}" if title else noun
 
 
 class GenerationActivities:

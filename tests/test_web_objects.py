@@ -241,13 +241,14 @@ def test_results_are_shown_as_what_they_are(
             row = page.locator(f".objects [data-object-id={r['object_id']}]")
             expect(row.locator("button.link")).to_have_text(r["object"]["name"])
             expect(row).to_contain_text(kind)
-        assert model["object"]["name"] == REQUESTS["3d"]
+        assert model["object"]["name"] == f"3D model: {REQUESTS['3d']}"
         _no_raw_ids(page, ".workspace-panel")
 
         page.locator(f".objects [data-object-id={model['object_id']}] button.link").click()
         canvas = page.locator(".editor canvas.model-view")
         expect(canvas).to_be_visible(timeout=30_000)
-        expect(page.locator(".editor figcaption")).to_have_text(f"{REQUESTS['3d']} (3D model)")
+        caption = f"{model['object']['name']} (3D model)"
+        expect(page.locator(".editor figcaption")).to_have_text(caption)
         page.wait_for_timeout(300)  # the first frame after the canvas got its size
         share, shades = _drawn(_canvas_pixels(canvas))
         assert share > 0.05 and shades >= 3, (share, shades)
