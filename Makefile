@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser agui-client axe up test lint typecheck pytest scenarios intents-eval clean
+.PHONY: install browser agui-client axe web-vendor up test lint typecheck pytest scenarios intents-eval clean
 
 $(PY):
 	python3 -m venv .venv
@@ -34,7 +34,13 @@ $(AXE): tests/axe/package-lock.json
 	cd tests/axe && npm ci --no-audit --no-fund --loglevel=error
 axe: $(AXE)
 
-up: install
+# three.js from npm, served by the api to the web app for 3D previews (pinned in its lock).
+WEB_VENDOR := web/node_modules/.package-lock.json
+$(WEB_VENDOR): web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+web-vendor: $(WEB_VENDOR)
+
+up: install web-vendor
 	.venv/bin/lomo up
 
 lint: install
@@ -45,7 +51,7 @@ lint: install
 typecheck: install
 	.venv/bin/mypy lomo llm vectors money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
 
-pytest: install browser agui-client axe
+pytest: install browser agui-client axe web-vendor
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 test: lint typecheck pytest

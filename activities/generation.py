@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.present import work_name
 from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
@@ -37,6 +38,18 @@ from tools.generation import (
 from workspace.errors import NotAPicture
 from workspace.picture import PictureProps, matches, read
 from workspace.store import create_asset, get_version
+
+# What kind of thing a result is, first in its name (a model reading "recent asset …:
+# image: …" in its context knows what it may use as a reference).
+_KIND_NAMES = {"image": "image", "video": "video", "audio": "audio clip", "3d": "3D model"}
+
+
+def asset_name(kind: str, params: dict[str, Any]) -> str:
+    """A result is named by its kind and what was asked for (its prompt, without ids),
+    never by an id: "3D model: a red fox"."""
+    noun = _KIND_NAMES.get(kind, kind)
+    title = work_name(str(params.get("prompt") or ""))
+    return f"{noun}: {title}" if title else noun
 
 
 class GenerationActivities:
@@ -105,7 +118,7 @@ class GenerationActivities:
                 s,
                 self.deps.assets,
                 order.workspace_id,
-                name=f"{kind} {order.id}",
+                name=asset_name(kind, order.params),
                 data=data,
                 # The job's kind says what it made; the response's Content-Type is the
                 # upstream's word and could make the asset render as something else.

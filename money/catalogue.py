@@ -42,7 +42,7 @@ CATALOGUE: dict[str, ModelSpec] = {
         ),
         ModelSpec("sim-video-1", "video", ("640x360", "1280x720"), (2, 10), True, "MP4", 40),
         ModelSpec("sim-audio-1", "audio", (), (1, 30), False, "WAV", 5),
-        ModelSpec("sim-3d-1", "3d", (), None, True, "OBJ", 25),
+        ModelSpec("sim-3d-1", "3d", (), None, True, "GLB", 25),
     )
 }
 DEFAULT_MODEL = {m.kind: m.name for m in reversed(list(CATALOGUE.values()))}

@@ -6,6 +6,7 @@ Everything here is synchronous and CPU-bound; callers run it in a worker thread.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import re
@@ -252,15 +253,115 @@ def render_audio(params: dict[str, Any], out_dir: Path, stem: str) -> Path:
     return path
 
 
+# A cube's six faces: the outward normal and two edge directions spanning the face.
+_FACES = (
+    ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    ((-1, 0, 0), (0, 0, 1), (0, 1, 0)),
+    ((0, 1, 0), (0, 0, 1), (1, 0, 0)),
+    ((0, -1, 0), (1, 0, 0), (0, 0, 1)),
+    ((0, 0, 1), (1, 0, 0), (0, 1, 0)),
+    ((0, 0, -1), (0, 1, 0), (1, 0, 0)),
+)
+_ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
+_FLOAT, _UNSIGNED_SHORT = 5126, 5123
+
+
+def _linear(c: int) -> float:
+    """An sRGB byte as the linear value glTF's baseColorFactor is given in."""
+    v = c / 255
+    return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+
+def _cube_mesh() -> tuple[list[float], list[float], list[int]]:
+    """A 2 x 2 x 2 cube with flat faces: 4 vertices per face (so each keeps its own
+    normal), two counter-clockwise triangles each."""
+    positions: list[float] = []
+    normals: list[float] = []
+    indices: list[int] = []
+    for n, u, v in _FACES:
+        base = len(positions) // 3
+        for su, sv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+            positions += [n[i] + su * u[i] + sv * v[i] for i in range(3)]
+            normals += [float(x) for x in n]
+        indices += [base, base + 1, base + 2, base, base + 2, base + 3]
+    return positions, normals, indices
+
+
+def glb(name: str, rgb: RGB) -> bytes:
+    """A binary glTF 2.0 file: one cube mesh in one colour (a real model any glTF viewer
+    loads: positions with their bounds, normals, indices, a PBR material)."""
+    positions, normals, indices = _cube_mesh()
+    pos = struct.pack(f"<{len(positions)}f", *positions)
+    nor = struct.pack(f"<{len(normals)}f", *normals)
+    idx = struct.pack(f"<{len(indices)}H", *indices)
+    binary = pos + nor + idx
+    binary += b"\0" * (-len(binary) % 4)
+    count = len(positions) // 3
+    doc = {
+        "asset": {"version": "2.0", "generator": "lomo sim"},
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0, "name": name}],
+        "meshes": [
+            {
+                "name": name,
+                "primitives": [
+                    {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2, "material": 0}
+                ],
+            }
+        ],
+        "materials": [
+            {
+                "pbrMetallicRoughness": {
+                    "baseColorFactor": [*(_linear(c) for c in rgb), 1.0],
+                    "metallicFactor": 0.0,
+                    "roughnessFactor": 0.7,
+                }
+            }
+        ],
+        "buffers": [{"byteLength": len(binary)}],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": len(pos), "target": _ARRAY_BUFFER},
+            {"buffer": 0, "byteOffset": len(pos), "byteLength": len(nor), "target": _ARRAY_BUFFER},
+            {
+                "buffer": 0,
+                "byteOffset": len(pos) + len(nor),
+                "byteLength": len(idx),
+                "target": _ELEMENT_ARRAY_BUFFER,
+            },
+        ],
+        "accessors": [
+            {
+                "bufferView": 0,
+                "componentType": _FLOAT,
+                "count": count,
+                "type": "VEC3",
+                "min": [-1.0, -1.0, -1.0],
+                "max": [1.0, 1.0, 1.0],
+            },
+            {"bufferView": 1, "componentType": _FLOAT, "count": count, "type": "VEC3"},
+            {
+                "bufferView": 2,
+                "componentType": _UNSIGNED_SHORT,
+                "count": len(indices),
+                "type": "SCALAR",
+            },
+        ],
+    }
+    text = json.dumps(doc, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 4)
+    chunks = struct.pack("<I4s", len(text), b"JSON") + text
+    chunks += struct.pack("<I4s", len(binary), b"BIN\0") + binary
+    return struct.pack("<4sII", b"glTF", 2, 12 + len(chunks)) + chunks
+
+
 def render_3d(params: dict[str, Any], out_dir: Path, stem: str) -> Path:
-    s = 1.0
-    verts = [(x, y, z) for x in (-s, s) for y in (-s, s) for z in (-s, s)]
-    faces = [(1, 3, 4, 2), (5, 6, 8, 7), (1, 2, 6, 5), (3, 7, 8, 4), (1, 5, 7, 3), (2, 4, 8, 6)]
-    lines = [f"# lomo sim cube: {_prompt(params)[:80]}", "o cube"]
-    lines += [f"v {x:.1f} {y:.1f} {z:.1f}" for x, y, z in verts]
-    lines += ["f " + " ".join(str(i) for i in f) for f in faces]
-    path = out_dir / f"{stem}.obj"
-    path.write_text("\n".join(lines) + "\n")
+    """The prompt's subject as a cube in the prompt's first colour, as a GLB."""
+    prompt = _prompt(params)
+    subj = subject(prompt)
+    rgb = colours.paint(_names(colours.wish(prompt), subj)[0])
+    path = out_dir / f"{stem}.glb"
+    path.write_bytes(glb(subj or "cube", rgb))
     return path
 
 

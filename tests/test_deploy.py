@@ -202,8 +202,12 @@ def _instructions() -> list[tuple[str, str]]:
 def test_dockerfile() -> None:
     assert DOCKERFILE.is_file()
     instructions = _instructions()
-    assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11-slim")
+    stages = [rest for kw, rest in instructions if kw == "FROM"]
+    assert instructions[0][0] == "FROM" and stages[-1].startswith("python:3.11-slim")
     copies = [rest for kw, rest in instructions if kw == "COPY"]
+    # The web app's libraries: `npm ci` from its lock in a build stage, copied in.
+    assert any("npm ci" in rest for kw, rest in instructions if kw == "RUN")
+    assert any(c.startswith("--from=") and "web/node_modules" in c for c in copies)
     assert any("uv.lock" in c.split() for c in copies)
     # Every package the project installs is in the image (a moved room must not go missing).
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]

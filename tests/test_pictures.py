@@ -52,8 +52,12 @@ def test_other_media_get_a_described_stand_in(tmp_path: Path) -> None:
     a = preview("obj_a", 1, "jingle.wav", "audio/wav", out.getvalue(), 768)
     assert "2.0 s" in a.note and "00000" in a.note and "88888" in a.note and not a.data
     cube = render("3d", {"prompt": "a cube"}, tmp_path, "c")
-    m = preview("obj_m", 1, "cube", "model/obj", cube.read_bytes(), 768)
-    assert "8 vertices" in m.note and "2.00 x 2.00 x 2.00" in m.note and not m.data
+    m = preview("obj_m", 1, "cube", "model/gltf-binary", cube.read_bytes(), 768)
+    assert "24 vertices, 12 triangles" in m.note and "2.00 x 2.00 x 2.00" in m.note
+    assert not m.data
+    obj = b"v 0 0 0\nv 1 0 0\nv 0 2 0\nf 1 2 3\n"
+    o = preview("obj_o", 1, "tri.obj", "model/obj", obj, 768)
+    assert "3 vertices, 1 faces" in o.note and "1.00 x 2.00 x 0.00" in o.note
 
 
 def _data(**kw: object) -> StepData:

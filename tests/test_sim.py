@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -129,7 +130,10 @@ async def test_each_kind_produces_real_file(sim: ServerThread, kind: str) -> Non
     elif kind == "audio":
         assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
     else:
-        assert any(line.startswith("v ") for line in data.decode().splitlines())
+        # A binary glTF 2.0: its header's length is the file's, its first chunk JSON.
+        magic, version, length = struct.unpack_from("<4sII", data)
+        assert (magic, version, length) == (b"glTF", 2, len(data))
+        assert data[16:20] == b"JSON"
 
 
 async def test_validation_and_not_found(sim: ServerThread) -> None:

@@ -218,7 +218,7 @@ def test_edit_conflict_when_the_agent_changed_the_open_document(
         w.allowed.add("409")  # the refused save is the point of this test
         page = w.page
         open_app(page, stack)
-        page.locator(f".objects [data-object-id={oid}] button").click()
+        page.locator(f".objects [data-object-id={oid}] button.link").click()
         area = page.locator(".editor textarea")
         expect(area).to_have_value("Shot 1: a cat.\nShot 2: a dog.")
         _agent_edits(stack, oid, "Shot 2: a dog.", "Shot 2: a dog on a skateboard.")
@@ -264,7 +264,7 @@ def test_a_flow_runs_from_its_run_button(browser: Any, stack: dict[str, Any]) ->
     with browser_page(browser, "flow-run") as w:
         page = w.page
         open_app(page, stack)
-        page.locator(f".objects [data-object-id={flow}] button").click()
+        page.locator(f".objects [data-object-id={flow}] button.link").click()
         page.locator(".editor button.run-flow").click()
         line = page.locator(".editor .run")
         expect(line).to_have_attribute("data-status", "succeeded", timeout=60_000)

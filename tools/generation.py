@@ -48,7 +48,12 @@ log = logging.getLogger(__name__)
 # How long an attempt keeps trying to store a job id the upstream returned (a Postgres
 # crash and restart takes seconds; the tool activity's start-to-close is 2 minutes).
 PERSIST_JOB_ID_SECONDS = 90.0
-MEDIA = {"image": "image/png", "video": "video/mp4", "audio": "audio/wav", "3d": "model/obj"}
+MEDIA = {
+    "image": "image/png",
+    "video": "video/mp4",
+    "audio": "audio/wav",
+    "3d": "model/gltf-binary",
+}
 
 
 def now() -> datetime:

@@ -8,6 +8,7 @@ lists are cut with a count ("and 7 more").
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -115,3 +116,49 @@ def _changed_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
         else:
             keys.append(k)
     return keys
+
+
+# A diff shown to the person: changed lines with this many unchanged lines around them,
+# and no more lines in all than a page can show readably.
+CONTEXT_LINES = 3
+MAX_DIFF_LINES = 2000
+
+
+def content_text(type_: str, content: Mapping[str, Any]) -> str:
+    """What a version's lines are: a document's text; a flow's nodes as sorted JSON."""
+    if type_ == "document":
+        return str(content.get("text", ""))
+    return json.dumps(content.get("nodes") or {}, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def line_diff(
+    old: str, new: str, context: int = CONTEXT_LINES, max_lines: int = MAX_DIFF_LINES
+) -> dict[str, Any]:
+    """The changed lines of `old` -> `new` in hunks, each line with its op ("equal",
+    "removed", "added") and its numbers in the old and new text (1-based); the counts
+    of added and removed lines are over the whole diff even when the hunks are cut."""
+    a, b = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    hunks: list[list[dict[str, Any]]] = []
+    added = removed = shown = 0
+    truncated = False
+    for group in matcher.get_grouped_opcodes(context):
+        lines: list[dict[str, Any]] = []
+        for tag, i1, i2, j1, j2 in group:
+            rows: list[tuple[str, str, int | None, int | None]]
+            removed += (i2 - i1) if tag in ("replace", "delete") else 0
+            added += (j2 - j1) if tag in ("replace", "insert") else 0
+            if tag == "equal":
+                rows = [("equal", a[i], i + 1, j1 + i - i1 + 1) for i in range(i1, i2)]
+            else:
+                rows = [("removed", a[i], i + 1, None) for i in range(i1, i2)]
+                rows += [("added", b[j], None, j + 1) for j in range(j1, j2)]
+            for op, text, old_no, new_no in rows:
+                if shown >= max_lines:
+                    truncated = True
+                    break
+                lines.append({"op": op, "text": text, "old_line": old_no, "new_line": new_no})
+                shown += 1
+        if lines:
+            hunks.append(lines)
+    return {"hunks": hunks, "added": added, "removed": removed, "truncated": truncated}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 import math
 import struct
 import wave
@@ -71,7 +72,17 @@ def preview(
             return Preview(object_id, version, f"Audio {label}: {_audio_note(data)}")
         if kind == "model/obj" or name.lower().endswith(".obj"):
             return Preview(object_id, version, f"3D model {label}: {_obj_note(data)}")
-    except (UnidentifiedImageError, OSError, ValueError, wave.Error, struct.error) as e:
+        if kind == "model/gltf-binary":
+            return Preview(object_id, version, f"3D model {label}: {_glb_note(data)}")
+    except (
+        UnidentifiedImageError,
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        wave.Error,
+        struct.error,
+    ) as e:
         return Preview(object_id, version, f"{label}: {media_type}, unreadable ({e})")
     return Preview(object_id, version, f"{label}: {media_type}, {len(data)} bytes")
 
@@ -153,6 +164,33 @@ def _obj_note(data: bytes) -> str:
     hi = [max(v[i] for v in verts) for i in range(3)]
     box = " x ".join(f"{h - low:.2f}" for low, h in zip(lo, hi, strict=True))
     return f"{len(verts)} vertices, {faces} faces, bounding box {box}"
+
+
+def _glb_note(data: bytes) -> str:
+    """A binary glTF's meshes, vertices, triangles and bounds, read from its JSON chunk
+    (the accessors' declared min/max; the binary chunk is not decoded)."""
+    magic, version, _ = struct.unpack_from("<4sII", data, 0)
+    length, kind = struct.unpack_from("<I4s", data, 12)
+    if magic != b"glTF" or version != 2 or kind != b"JSON":
+        raise ValueError("not a glTF 2.0 binary")
+    doc = json.loads(data[20 : 20 + length])
+    accessors = doc.get("accessors", [])
+    verts = tris = 0
+    lo, hi = [math.inf] * 3, [-math.inf] * 3
+    for mesh in doc.get("meshes", []):
+        for prim in mesh.get("primitives", []):
+            pos = accessors[prim["attributes"]["POSITION"]]
+            verts += pos["count"]
+            tris += (
+                accessors[prim["indices"]]["count"] if "indices" in prim else pos["count"]
+            ) // 3
+            lo = [min(a, b) for a, b in zip(lo, pos.get("min", lo), strict=True)]
+            hi = [max(a, b) for a, b in zip(hi, pos.get("max", hi), strict=True)]
+    if not verts:
+        return "no vertices"
+    box = " x ".join(f"{h - low:.2f}" for low, h in zip(lo, hi, strict=True))
+    meshes = len(doc.get("meshes", []))
+    return f"{meshes} mesh(es), {verts} vertices, {tris} triangles, bounding box {box}"
 
 
 @dataclass(frozen=True, slots=True)

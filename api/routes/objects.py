@@ -11,6 +11,7 @@ from api.deps import AssetsDep, CurrentUser, PageDep, SessionDep, SettingsDep
 from api.schemas.common import MAX_DB_INT, CardRef
 from api.schemas.objects import (
     EditIn,
+    ObjectDiff,
     ObjectIn,
     ObjectList,
     ObjectSummary,
@@ -68,6 +69,21 @@ async def versions(
     """The versions kept, oldest first, a page at a time: who made each, when, and what
     changed against the previous one."""
     return await objects.versions(session, user.id, object_id, page)
+
+
+@router.get("/{object_id}/diff")
+async def diff(
+    object_id: str,
+    user: CurrentUser,
+    session: SessionDep,
+    from_version: Annotated[int | None, Query(alias="from", ge=1, le=MAX_DB_INT)] = None,
+    to: Version = None,
+) -> ObjectDiff:
+    """The lines changed from version `from` (default: the one before `to`) to version
+    `to` (default: the current one), in hunks with a few unchanged lines around each: a
+    document's text, or a flow's nodes as JSON. Restoring `from` is a PUT of its content
+    on the current version."""
+    return await objects.compare(session, user.id, object_id, from_version, to)
 
 
 @router.put("/{object_id}", response_model_exclude_unset=True)

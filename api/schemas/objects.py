@@ -32,6 +32,9 @@ class ObjectSummary(BaseModel):
     type: str
     name: str
     version: int
+    media_type: str | None = Field(
+        default=None, description="an asset's current type, in lists (e.g. model/gltf-binary)"
+    )
 
 
 class ObjectList(BaseModel):
@@ -58,6 +61,10 @@ class VersionEntry(BaseModel):
     created_by: str
     created_at: str
     summary: str = Field(description="what changed against the previous version")
+    task_id: str | None = Field(default=None, description="the task that made it, if any")
+    task_goal: str | None = Field(
+        default=None, description="that task's goal: the agent's version named by its work"
+    )
 
 
 class VersionList(BaseModel):
@@ -78,3 +85,23 @@ class Written(BaseModel):
     others_changed: list[str] | None = Field(
         default=None, description="flows only: nodes other writers changed meanwhile"
     )
+
+
+class DiffLine(BaseModel):
+    op: Literal["equal", "removed", "added"]
+    text: str
+    old_line: int | None = Field(description="its number in the `from` version (1-based)")
+    new_line: int | None = Field(description="its number in the `to` version (1-based)")
+
+
+class ObjectDiff(BaseModel):
+    object_id: str
+    type: str
+    from_version: int
+    to_version: int
+    added: int = Field(description="lines added in all")
+    removed: int = Field(description="lines removed in all")
+    hunks: list[list[DiffLine]] = Field(
+        description="the changed lines with a few unchanged ones around them"
+    )
+    truncated: bool = Field(description="true when more lines changed than are shown")

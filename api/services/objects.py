@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.schemas.common import CardRef
 from api.schemas.objects import (
     EditIn,
+    ObjectDiff,
     ObjectIn,
     ObjectList,
     ObjectSummary,
@@ -22,11 +23,11 @@ from api.schemas.objects import (
     Written,
 )
 from api.services.pages import finish
-from lomo.db.models import ObjectVersion, WorkObject
+from lomo.db.models import ObjectVersion, Task, WorkObject
 from lomo.db.pages import Page, by_creation, by_number
 from lomo.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from lomo.events import append_event
-from workspace import media, store, writes
+from workspace import diff, media, store, writes
 from workspace.cards import request_delete
 from workspace.edits import parse_edits
 from workspace.store import BlobStore
@@ -72,7 +73,22 @@ async def list_objects(s: AsyncSession, user_id: str, type: str | None, page: Pa
         s, q, WorkObject.created_at, WorkObject.id, page, descending=False, scope=mine
     )
     rows, after = finish(list(await s.scalars(q)), page, lambda o: o.id)
-    return ObjectList.model_validate({"objects": [_summary(o) for o in rows], "next": after})
+    types = await _media_types(s, [o for o in rows if o.type == "asset"])
+    listed = [{**_summary(o), "media_type": types.get(o.id)} for o in rows]
+    return ObjectList.model_validate({"objects": listed, "next": after})
+
+
+async def _media_types(s: AsyncSession, assets: list[WorkObject]) -> dict[str, str | None]:
+    """The current version's media type of each asset (what the app names its kind by)."""
+    if not assets:
+        return {}
+    current = {o.id: o.version for o in assets}
+    rows = await s.execute(
+        select(ObjectVersion.object_id, ObjectVersion.version, ObjectVersion.media_type).where(
+            ObjectVersion.object_id.in_(current)
+        )
+    )
+    return {oid: mt for oid, ver, mt in rows.all() if current[oid] == ver}
 
 
 async def create(
@@ -115,6 +131,7 @@ async def versions(s: AsyncSession, user_id: str, object_id: str, page: Page) ->
     mine = select(ObjectVersion).where(ObjectVersion.object_id == o.id)
     q = by_number(mine, ObjectVersion.version, page)
     rows, after = finish(list(await s.scalars(q)), page, lambda v: str(v.version))
+    goals = await _task_goals(s, user_id, [_task_of(v.created_by) for v in rows])
     return VersionList.model_validate(
         {
             "object_id": o.id,
@@ -125,10 +142,44 @@ async def versions(s: AsyncSession, user_id: str, object_id: str, page: Page) ->
                     "created_by": v.created_by,
                     "created_at": v.created_at.isoformat(),
                     "summary": v.summary,
+                    "task_id": _task_of(v.created_by),
+                    "task_goal": goals.get(_task_of(v.created_by) or ""),
                 }
                 for v in rows
             ],
         }
+    )
+
+
+def _task_of(created_by: str) -> str | None:
+    """`task:{task_id}:{call_id}` -> the task id; the person's versions have none."""
+    kind, _, rest = created_by.partition(":")
+    return (rest.split(":", 1)[0] or None) if kind == "task" else None
+
+
+async def _task_goals(s: AsyncSession, user_id: str, ids: list[str | None]) -> dict[str, str]:
+    wanted = {i for i in ids if i}
+    if not wanted:
+        return {}
+    rows = await s.execute(
+        select(Task.id, Task.goal).where(Task.id.in_(wanted), Task.user_id == user_id)
+    )
+    return {str(i): str(g) for i, g in rows.all()}
+
+
+async def compare(
+    s: AsyncSession, user_id: str, object_id: str, old: int | None, new: int | None
+) -> ObjectDiff:
+    """The lines that differ from version `old` (the one before `new` when not given) to
+    version `new` (the current one when not given) of a document, or of a flow's nodes
+    as JSON; assets have no lines."""
+    o, b = await store.get_version(s, user_id, object_id, new)
+    if o.type == "asset":
+        raise InvalidInput("an asset's versions are files, not lines: open each to compare")
+    _, a = await store.get_version(s, user_id, object_id, old or max(1, b.version - 1))
+    d = diff.line_diff(diff.content_text(o.type, a.content), diff.content_text(o.type, b.content))
+    return ObjectDiff.model_validate(
+        {"object_id": o.id, "type": o.type, "from_version": a.version, "to_version": b.version, **d}
     )
 
 

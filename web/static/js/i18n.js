@@ -214,6 +214,11 @@ export const LANG = (navigator.languages || [navigator.language || "en"])
   .map((l) => l.slice(0, 2).toLowerCase())
   .find((l) => l in STRINGS) || "en";
 
+// A module's own strings, merged in at its import (keeps each feature's words beside it).
+export function addStrings(more) {
+  for (const [lang, strings] of Object.entries(more)) Object.assign(STRINGS[lang], strings);
+}
+
 export function t(key, vars = {}) {
   const s = STRINGS[LANG][key] ?? STRINGS.en[key] ?? key;
   return s.replace(/\{(\w+)\}/g, (_, k) => String(vars[k] ?? ""));

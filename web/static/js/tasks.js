@@ -1,9 +1,10 @@
 // The task list (live status from SSE) and one task's card: goal, checklist with
 // evidence, its questions, results shown inline, progress of running jobs, controls.
-import { api, blobUrl } from "./api.js";
+import { api } from "./api.js";
 import { renderCard } from "./cards.js";
 import { enterSends, h, keepFocus, labelled, replace } from "./dom.js";
 import { t } from "./i18n.js";
+import { renderMedia } from "./media.js";
 
 export function statusBadge(status) {
   return h("span", { class: `badge status-${status}`, dataset: { status } }, t(`status_${status}`));
@@ -28,17 +29,9 @@ export function renderTaskList(el, tasks, selected, onSelect, progress) {
   })));
 }
 
-export async function renderArtifact(objectId) {
-  const obj = await api(`/v1/objects/${objectId}`);
-  const type = obj.content?.media_type || "";
-  const fig = h("figure", { class: "artifact", dataset: { objectId, mediaType: type } });
-  const url = await blobUrl(objectId);
-  if (type.startsWith("image/")) fig.append(h("img", { src: url, alt: obj.name }));
-  else if (type.startsWith("video/")) fig.append(h("video", { src: url, controls: true, muted: true, loop: true }));
-  else if (type.startsWith("audio/")) fig.append(h("audio", { src: url, controls: true }));
-  else fig.append(h("a", { href: url, download: obj.name, class: "download" }, `${t("download")} ${obj.name}`));
-  fig.append(h("figcaption", {}, obj.name));
-  return fig;
+// A result as what it is (picture, player, 3D view), named by its title and kind.
+export function renderArtifact(objectId) {
+  return renderMedia(objectId);
 }
 
 export async function renderTask(el, taskId, { refresh, report, progress }) {

@@ -3,7 +3,9 @@
 // person's text, so nothing is ever overwritten silently.
 import { ApiError, api, apiAll } from "./api.js";
 import { h, replace } from "./dom.js";
+import { History } from "./history.js";
 import { money, t } from "./i18n.js";
+import { kindOf } from "./media.js";
 import { renderArtifact } from "./tasks.js";
 
 const MB = 1e6;
@@ -31,6 +33,11 @@ export class Workspace {
         h("button", { onclick: () => this.createDocument() }, t("new_document")),
         h("label", { class: "upload" }, `${t("upload")}: `, file)),
       this.note, this.list, this.editor);
+    this.history = new History(this.editor, {
+      say: (text, kind) => this.say(text, kind),
+      changed: () => this.refresh(),
+      close: (id) => this.show(id),
+    });
   }
 
   async refresh() {
@@ -39,7 +46,16 @@ export class Workspace {
     replace(this.list, h("ul", {}, objects.map((o) =>
       h("li", { dataset: { objectId: o.object_id } },
         h("button", { class: "link", onclick: () => this.show(o.object_id) }, o.name),
-        h("span", { class: "muted" }, ` ${o.type}, ${t("version", { version: o.version })}`)))));
+        h("span", { class: "muted" }, ` ${kindOf(o.type, o.media_type)}, ${t("version", { version: o.version })} `),
+        // Its name starts with what it shows (a voice command "History" finds it).
+        h("button", { type: "button", class: "history-open", "aria-label": `${t("history")}: ${o.name}`,
+          onclick: () => this.showHistory(o.object_id) }, t("history"))))));
+  }
+
+  async showHistory(objectId) {
+    this.open = null;
+    this.say("");
+    try { await this.history.show(objectId); } catch (e) { this.report(e); }
   }
 
   // An object changed (SSE `object.version`): an open document is not touched, only told.
