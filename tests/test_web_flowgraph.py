@@ -46,7 +46,11 @@ def _film(api: Any, name: str) -> tuple[str, str]:
     nodes = {
         "board": {"type": "document", "params": {"object_id": doc}, "inputs": []},
         "still": {"type": "image", "params": {"prompt": "a pier at dusk"}, "inputs": ["board"]},
-        "clip": {"type": "video", "params": {"prompt": "waves", "duration_s": 2}, "inputs": ["still"]},
+        "clip": {
+            "type": "video",
+            "params": {"prompt": "waves", "duration_s": 2},
+            "inputs": ["still"],
+        },
         "cut": {"type": "edit", "params": {"prompt": "final cut"}, "inputs": ["clip"]},
     }
     r = api.post("/v1/objects", json={"type": "flow", "name": name, "content": {"nodes": nodes}})
@@ -226,7 +230,8 @@ WATCH = """() => {
   };
   document.querySelectorAll('.fg-node').forEach(note);
   new MutationObserver((ms) => ms.forEach((m) => note(m.target)))
-    .observe(document.querySelector('.fg-svg'), { subtree: true, attributeFilter: ['data-status'] });
+    .observe(document.querySelector('.fg-svg'),
+      { subtree: true, attributeFilter: ['data-status'] });
 }"""
 
 

@@ -4,7 +4,7 @@
 // page is visible again and drops as cards are answered. Which cards are new is asked of
 // the api (open cards now, minus those seen), so the stream's replay of old events on
 // connect never counts or notifies twice.
-import { apiAll } from "./api.js";
+import { apiAll, auth } from "./api.js";
 import { debounce, h } from "./dom.js";
 import { LANG } from "./i18n.js";
 
@@ -58,13 +58,16 @@ function watch(report) {
   const seen = new Set();
   const notified = new Set();
   let ready = false;
+  let lastOpen = [];
   const show = (n) => {
     document.title = n ? `(${n}) ${base}` : base;
     document.documentElement.dataset.attention = String(n);
   };
   const recount = debounce(async () => {
+    if (!auth.token) return show(0); // signed out: nobody to call
     try {
       const open = await apiAll("/v1/cards?status=open", "cards");
+      lastOpen = open.map((c) => c.card_id);
       if (!ready || !hidden()) {
         for (const c of open) seen.add(c.card_id);
         ready = true;
@@ -79,7 +82,8 @@ function watch(report) {
     } catch (e) { report(e); }
   }, 200);
   document.addEventListener("visibilitychange", () => {
-    if (!hidden()) show(0);
+    // What the page held when shown counts as seen, even if it is hidden again at once.
+    if (!hidden()) { for (const id of lastOpen) seen.add(id); show(0); }
     recount();
   });
   document.addEventListener("lomo:event", (e) => {
