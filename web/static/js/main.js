@@ -1,6 +1,7 @@
 // The creative app: one entry box (no sessions, no task to choose first), the tasks with
 // live status, the questions waiting for the person, the workspace, budget and memory.
 import { api, apiAll, auth, checkToken, streamEvents, whenUnauthorized } from "./api.js";
+import { startAttention } from "./attention.js";
 import { renderCard } from "./cards.js";
 import { debounce, enterSends, h, keepFocus, labelled, replace } from "./dom.js";
 import { Drafts } from "./drafts.js";
@@ -99,7 +100,7 @@ async function start() {
   });
   reply.hidden = true;
   replace(root,
-    h("header", {}, h("h1", {}, t("title")), el.budget, topUpControl({ report, onChange: () => renderBudget(el.budget).catch(report) }), el.conn,
+    h("header", {}, h("h1", {}, t("title")), el.budget, topUpControl({ report, onChange: () => renderBudget(el.budget).catch(report) }), el.conn, startAttention(report),
       h("button", { class: "link", onclick: () => { auth.clear(); stream?.stop(); login(); } }, t("logout"))),
     el.errors,
     h("main", { class: "layout" },
@@ -211,6 +212,8 @@ async function start() {
   }
   const onEvent = (ev) => {
     window.__lomo.seqs.push(ev.seq);
+    // Modules of their own (attention, the flow graph) follow the stream from here.
+    document.dispatchEvent(new CustomEvent("lomo:event", { detail: ev }));
     const d = ev.data || {};
     if (state.drafts.apply(ev.type, d)) renderDrafts();
     if (ev.type === "reply.delta") return;

@@ -3,6 +3,7 @@
 // person's text, so nothing is ever overwritten silently.
 import { ApiError, api, apiAll } from "./api.js";
 import { h, replace } from "./dom.js";
+import { FlowView } from "./flowgraph.js";
 import { History } from "./history.js";
 import { money, t } from "./i18n.js";
 import { kindOf } from "./media.js";
@@ -75,61 +76,29 @@ export class Workspace {
     this.open = { object_id: obj.object_id, type: obj.type, version: obj.version, name: obj.name };
     if (!keepNote) this.say("");
     if (obj.type === "asset") return replace(this.editor, await renderArtifact(obj.object_id));
-    const value = obj.type === "document" ? obj.content.text : JSON.stringify(obj.content.nodes, null, 2);
+    if (obj.type === "flow") {
+      return new FlowView(this.editor, obj, { report: this.report, onSaved: (v) => this.saved(v) });
+    }
+    const value = obj.content.text;
     const area = h("textarea", { name: "content", rows: 14, value });
     area.value = value;
-    const flow = obj.type === "flow";
-    this.runLine = flow ? h("div", { class: "run muted", role: "status" }) : null;
     replace(this.editor,
       h("div", { class: "editor-head" }, h("strong", {}, obj.name), " ",
         h("span", { class: "muted", dataset: { version: obj.version } }, t("version", { version: obj.version }))),
       area,
-      h("button", { class: "primary", onclick: () => this.save(area.value) }, t("save")),
-      flow ? h("button", { class: "run-flow", onclick: () => this.run(obj.object_id) }, t("run_flow")) : null,
-      this.runLine);
-    if (flow) {
-      const { runs } = await api(`/v1/objects/${obj.object_id}/runs`);
-      if (runs.length) this.follow(obj.object_id, runs[0].run_id);
-    }
+      h("button", { class: "primary", onclick: () => this.save(area.value) }, t("save")));
   }
 
-  // A flow run: started here (POST …/runs), then followed until it ends; its price card
-  // appears with the task's cards.
-  async run(objectId) {
-    try {
-      const r = await api(`/v1/objects/${objectId}/runs`, { method: "POST", body: {} });
-      this.follow(objectId, r.run_id);
-    } catch (e) {
-      this.say(t("error", { detail: e.message }), "error");
-    }
-  }
-
-  async follow(objectId, runId) {
-    while (this.open?.object_id === objectId && this.runLine) {
-      const r = await api(`/v1/flow-runs/${runId}`);
-      const p = r.progress;
-      const nodes = (pred) => Object.entries(r.nodes).filter(([, v]) => pred(v)).map(([k]) => k).join(", ");
-      const extra = [
-        p.failed ? t("run_failed", { nodes: nodes((v) => v.status === "failed") }) : "",
-        r.status === "waiting_price" ? t("run_price", { amount: money(r.price.amount_cents) }) : "",
-        nodes((v) => v.stale) ? t("run_stale", { nodes: nodes((v) => v.stale) }) : "",
-      ].filter(Boolean).join("; ");
-      const line = t("run_line", { run: r.run_id, status: r.status, done: p.done, total: p.total });
-      replace(this.runLine, extra ? `${line}; ${extra}` : line);
-      this.runLine.dataset.status = r.status;
-      if (["succeeded", "failed", "declined"].includes(r.status)) return;
-      await new Promise((res) => setTimeout(res, 1500));
-    }
+  // A flow saved from its graph: the page's own version is not news from elsewhere.
+  saved(version) {
+    this.open.version = version;
+    this.say("");
+    this.refresh().catch(this.report);
   }
 
   async save(text, base = this.open.version) {
     const o = this.open;
-    let content;
-    try {
-      content = o.type === "document" ? { text } : { nodes: JSON.parse(text) };
-    } catch (e) {
-      return this.say(t("error", { detail: e.message }), "error");
-    }
+    const content = { text };
     try {
       const w = await api(`/v1/objects/${o.object_id}`, { method: "PUT", body: { base_version: base, content } });
       await this.show(o.object_id);
