@@ -27,11 +27,12 @@ from routing.text import detect_language
 from standin.film import film_step, is_film_task
 from standin.intents import MEDIA, recognise
 from standin.notes import notes_of, notes_step
+from standin.planner import plan_step
 from standin.replies import kind_word, ready, say
 from standin.requested import requested, work_name
 from standin.review import Review, review
 from standin.router import multipart_work
-from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
+from standin.tasks import forget_step, person_texts
 
 _OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 
@@ -83,10 +84,8 @@ class OfflineModel:
         if notes_of(" ".join(person)):
             text = " ".join(person)
             return notes_step(request, detect_language(text), text)
-        if _series(request, person) and is_poster_task(request, " ".join(person)):
-            lang = detect_language(" ".join(person))
-            latest = person[-1] if person else ""
-            return poster_step(request, lang, " ".join(person), latest)
+        if _series(request, person):
+            return plan_step(request, detect_language(" ".join(person)), person)
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:
