@@ -245,7 +245,7 @@ def _no_call(person: str, lang: str, work: _Work, runtime_notes: str) -> str:
     the offline model can do."""
     rec = recognise(person) if person.strip() else None
     if rec is not None and rec.intent == "multipart" and not work.made:
-        return say("plan_needs_model", lang, name=work.name)
+        return say("plan_elsewhere", lang, name=work.name)
     if rec is not None and rec.intent == "change" and not work.made:
         return say("nothing_to_change", lang)
     kind = kind_word(work.kind, lang)

@@ -16,7 +16,14 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from lomo.db.models import Card, ChecklistItem, GenerationOrder, ModelStep, WorkObject
+from lomo.db.models import (
+    Card,
+    ChecklistItem,
+    GenerationOrder,
+    ModelStep,
+    ObjectVersion,
+    WorkObject,
+)
 from standin.planner import plan_of
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
@@ -134,6 +141,9 @@ async def test_a_request_for_multipart_work_is_planned_drafted_picked_and_finish
                 await s.scalars(select(GenerationOrder).where(GenerationOrder.task_id == tid))
             )
             objects = {o.id: o for o in await s.scalars(select(WorkObject))}
+            media = {
+                v.object_id: v.media_type or "" for v in await s.scalars(select(ObjectVersion))
+            }
             steps = list(await s.scalars(select(ModelStep).where(ModelStep.task_id == tid)))
 
     # The checklist: budget, drafts, pick (the person's), then the request's parts, all
@@ -146,13 +156,13 @@ async def test_a_request_for_multipart_work_is_planned_drafted_picked_and_finish
     # One price card for the whole plan, confirmed; one select card offering the drafts.
     assert set(cards) == {"price", "select"}
     assert cards["price"].price_cents == plan.price_cents and cards["price"].status == "answered"
-    assert [o["id"] for o in cards["select"].options] == items[1].artifacts
+    assert sorted(o["id"] for o in cards["select"].options) == items[1].artifacts
     assert (cards["select"].answer or {}).get("option_id") == chosen
     # Drafts and finals exist as stored pictures; every final was made from the chosen draft.
     made = [a for i in items[3:] for a in i.artifacts]
-    assert all(
-        objects[a].type == "image" and not objects[a].deleted for a in items[1].artifacts + made
-    )
+    for a in items[1].artifacts + made:
+        assert objects[a].type == "asset" and not objects[a].deleted
+        assert media[a].startswith("image/"), media[a]
     assert len(orders) == drafts + finals and all(o.status == "succeeded" for o in orders)
     from_chosen = [o for o in orders if o.params.get("reference_object_id") == chosen]
     assert sorted(o.object_id or "" for o in from_chosen) == sorted(made)
