@@ -277,7 +277,8 @@ def _generation_call(
     args: dict[str, Any] = {"prompt": prompt, "model": f"sim-{kind}-1"}
     # A change starts from the picture it changes, and a clip from the latest picture; a
     # new picture starts from its words alone.
-    if (changes or kind == "video") and (ref := _latest_asset(runtime_notes)):
+    own = _own_piece(request) if changes and kind == "image" else None
+    if (changes or kind == "video") and (ref := own or _latest_asset(runtime_notes)):
         args["reference_object_id"] = ref
     if kind in ("video", "audio") and wanted.duration_s:
         args["duration_s"] = wanted.duration_s
@@ -305,6 +306,20 @@ def _tokens(request: ModelRequest) -> int:
         json.dumps([str(m) for m in request.messages])
     )
     return size // 4
+
+
+def _own_piece(request: ModelRequest) -> str | None:
+    """This task's own latest piece, from the runtime's lines in its history: the user's
+    few most recent assets may by now all be other tasks' work (only pictures are
+    references here, so only a picture task asks for it)."""
+    found = [
+        m.group(1)
+        for msg in request.messages
+        for b in msg.content
+        if isinstance(b, TextBlock)
+        for m in _SUCCEEDED.finditer(b.text)
+    ]
+    return found[-1] if found else None
 
 
 def _latest_asset(notes: str) -> str | None:
