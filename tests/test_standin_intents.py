@@ -166,6 +166,23 @@ async def test_change_after_a_picture_applies_to_that_picture() -> None:
     assert call.input["reference_object_id"] == "obj_0001fox"
 
 
+async def test_a_change_starts_from_the_tasks_own_picture_not_the_newest_asset() -> None:
+    """Other tasks' work may fill the person's few most recent assets: the change still
+    starts from the picture this task made."""
+    ask = TextBlock(text="Draw me a ginger tabby cat")
+    use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
+    made = TextBlock(text="[runtime] generation succeeded: order ord_0001 → asset obj_0001cat")
+    change = [
+        TextBlock(text="Could you darken the cat a little"),
+        TextBlock(text="[runtime] recent asset obj_0009pst: image poster draft (2026-12-05)"),
+    ]
+    resp = await OfflineModel().complete(
+        _task([ask], [use], [made], [TextBlock(text="Here is your image.")], change)
+    )
+    (call,) = _calls(resp)
+    assert call.input["reference_object_id"] == "obj_0001cat"
+
+
 async def test_a_repeated_request_for_finished_work_makes_a_new_piece() -> None:
     ask = TextBlock(text="Generate an image of a teapot")
     use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
