@@ -74,7 +74,7 @@ def play(st: stacks.Stack, story: Story, lang: str, faults: bool = False) -> Fig
     person = Person(st, st.new_person(f"{story.name}-{lang}"), lang, within, patience, idle)
     failure = ""
     try:
-        story.run(person)
+        story.run(person, story.words)
     except ScenarioFailure as e:
         failure = str(e)
     try:

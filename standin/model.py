@@ -27,11 +27,12 @@ from routing.text import detect_language
 from standin.film import film_step, is_film_task
 from standin.intents import MEDIA, recognise
 from standin.notes import notes_of, notes_step
+from standin.planner import plan_step
 from standin.replies import kind_word, ready, say
 from standin.requested import requested, work_name
 from standin.review import Review, review
 from standin.router import multipart_work
-from standin.tasks import forget_step, is_poster_task, person_texts, poster_step
+from standin.tasks import forget_step, person_texts
 
 _OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 
@@ -83,10 +84,8 @@ class OfflineModel:
         if notes_of(" ".join(person)):
             text = " ".join(person)
             return notes_step(request, detect_language(text), text)
-        if _series(request, person) and is_poster_task(request, " ".join(person)):
-            lang = detect_language(" ".join(person))
-            latest = person[-1] if person else ""
-            return poster_step(request, lang, " ".join(person), latest)
+        if _series(request, person):
+            return plan_step(request, detect_language(" ".join(person)), person)
         return self._task_step(request)
 
     def _route(self, request: ModelRequest) -> ModelResponse:
@@ -249,7 +248,7 @@ def _no_call(person: str, lang: str, work: _Work, runtime_notes: str) -> str:
     the offline model can do."""
     rec = recognise(person) if person.strip() else None
     if rec is not None and rec.intent == "multipart" and not work.made:
-        return say("plan_needs_model", lang, name=work.name)
+        return say("plan_elsewhere", lang, name=work.name)
     if rec is not None and rec.intent == "change" and not work.made:
         return say("nothing_to_change", lang)
     kind = kind_word(work.kind, lang)
@@ -281,7 +280,8 @@ def _generation_call(
     args: dict[str, Any] = {"prompt": prompt, "model": f"sim-{kind}-1"}
     # A change starts from the picture it changes, and a clip from the latest picture; a
     # new picture starts from its words alone.
-    if (changes or kind == "video") and (ref := _latest_asset(runtime_notes)):
+    own = _own_piece(request) if changes and kind == "image" else None
+    if (changes or kind == "video") and (ref := own or _latest_asset(runtime_notes)):
         args["reference_object_id"] = ref
     if kind in ("video", "audio") and wanted.duration_s:
         args["duration_s"] = wanted.duration_s
@@ -309,6 +309,20 @@ def _tokens(request: ModelRequest) -> int:
         json.dumps([str(m) for m in request.messages])
     )
     return size // 4
+
+
+def _own_piece(request: ModelRequest) -> str | None:
+    """This task's own latest piece, from the runtime's lines in its history: the user's
+    few most recent assets may by now all be other tasks' work (only pictures are
+    references here, so only a picture task asks for it)."""
+    found = [
+        m.group(1)
+        for msg in request.messages
+        for b in msg.content
+        if isinstance(b, TextBlock)
+        for m in _SUCCEEDED.finditer(b.text)
+    ]
+    return found[-1] if found else None
 
 
 def _latest_asset(notes: str) -> str | None:

@@ -91,15 +91,13 @@ _SAY = {
         "Das {kind} „{name}“ ist da. Sag mir, was ich ändern oder als Nächstes machen soll.",
     ),
     "failed": ("The {kind} “{name}” could not be made: ", "Das {kind} „{name}“ ging nicht: "),
-    "plan_needs_model": (
-        "I've started “{name}” as a task of its own. Planning multi-part work piece by piece "
-        "needs a real model: with ANTHROPIC_API_KEY set, it plans the pieces, drafts and "
-        "finals here. Offline I make single pieces for it: tell me the first one, e.g. an "
-        "image or a short video.",
-        "Ich habe „{name}“ als eigene Aufgabe angelegt. Mehrteilige Arbeit Stück für Stück "
-        "zu planen braucht ein echtes Modell: mit gesetztem ANTHROPIC_API_KEY plant es hier "
-        "die Teile, Entwürfe und finalen Fassungen. Offline mache ich einzelne Stücke dafür: "
-        "sag mir das erste, z. B. ein Bild oder ein kurzes Video.",
+    "plan_elsewhere": (
+        "“{name}” is multi-part work, and this task was started for a single piece. Ask for "
+        "it as a new request and I plan it as a task of its own: one price for the plan, "
+        "drafts, your pick, then the finals.",
+        "„{name}“ ist mehrteilige Arbeit, und diese Aufgabe ist für ein einzelnes Stück "
+        "angelegt. Bitte als neue Anfrage, dann plane ich sie als eigene Aufgabe: ein Preis "
+        "für den Plan, Entwürfe, deine Wahl, dann die finalen Stücke.",
     ),
 }
 

@@ -33,11 +33,19 @@ _COLOUR = re.compile(
 _NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+\S")  # "1. A lighthouse at dawn. 2. Gulls"
 _OBJECT = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 _NAME_LIMIT = 60
+_WORD = re.compile(r"[ \t]+([^\W\d_]{3,})\b")
+# Words that end the name of what is counted ("four posters for the fair").
+_LINKS = {
+    "for", "about", "with", "and", "from", "that", "which", "each", "the", "our", "your",
+    "für", "über", "mit", "und", "von", "aus", "die", "der", "das", "den", "dem", "unsere",
+    "jeweils", "im", "in",
+}  # fmt: skip
 
 
 @dataclass
 class Requested:
     count: int | None = None  # pieces asked for ("four posters", a numbered list)
+    piece: str = ""  # the person's word for what is counted ("posters")
     duration_s: int | None = None
     formats: list[str] = field(default_factory=list)
     colours: list[str] = field(default_factory=list)
@@ -52,15 +60,25 @@ def requested(text: str) -> Requested:
     out = Requested()
     if m := _DURATION.search(text):
         out.duration_s = _number(m.group(1))
-    counts = [_number(m.group(1)) for m in _COUNT.finditer(text) if _number(m.group(1)) > 1]
+    counted = [(_number(m.group(1)), _piece(m, text)) for m in _COUNT.finditer(text)]
+    counted = [(n, word) for n, word in counted if n > 1]
     numbered = len(_NUMBERED.findall(text))
     if numbered > 1:
-        counts.append(numbered)
-    out.count = max(counts) if counts else None
+        counted.append((numbered, ""))
+    if counted:
+        out.count, out.piece = max(counted, key=lambda c: c[0])
     out.formats = list(dict.fromkeys(m.group(1) for m in _FORMAT.finditer(text)))
     out.colours = list(dict.fromkeys(m.group(0).lower() for m in _COLOUR.finditer(text)))
     out.name = work_name(text)
     return out
+
+
+def _piece(m: re.Match[str], text: str) -> str:
+    """The counted word and, before a linking word, the one after ("short videos")."""
+    after = _WORD.match(text, m.end())
+    if after and after.group(1).lower() not in _LINKS:
+        return f"{m.group(2)} {after.group(1)}"
+    return m.group(2)
 
 
 def work_name(text: str) -> str:

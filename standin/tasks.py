@@ -1,9 +1,7 @@
-"""The offline stand-in's persistent-task behaviour: the poster series.
-
-Deterministic rules over what a real model would read in the request: the person's
-words, the checklist and card lines of the runtime's dynamic tail, and the last tool
-results. Plan → budget card → four drafts (parallel) → a select card → three finals →
-done; later "a bit warmer" adds a step and a warmer variant. English and German.
+"""What the offline stand-in reads in a persistent task's request and how it acts on it:
+the checklist and card lines of the runtime's dynamic tail, the finished and failed jobs,
+the last tool results; tool calls and replies; the forget card. The planner for multi-part
+work (standin/planner.py) is built on these.
 """
 
 from __future__ import annotations
@@ -21,14 +19,9 @@ from llm.types import (
     ToolUseBlock,
     Usage,
 )
-from money.catalogue import CATALOGUE, DEFAULT_MODEL
 from routing.text import detect_language
 from standin.intents import recognise
 
-POSTER = re.compile(r"\w*(poster|plakat)\w*", re.IGNORECASE)
-WARMER = re.compile(r"\b(warm\w*|wärmer\w*)", re.IGNORECASE)
-DRAFTS, FINALS = 4, 3
-FORMATS = ("A2 portrait", "square 1:1", "story 9:16")
 _ITEM = re.compile(
     r"^  - \[(\w+)\] (chk_[0-9a-z]+): (.*?)( \(needs the person's confirmation\))?"
     r"( artifacts (.*))?$",
@@ -37,20 +30,6 @@ _ITEM = re.compile(
 _ANSWER = re.compile(r"the person answered card (crd_[0-9a-z]+) \((.*?)\): (\w+)(?: option (\S+))?")
 _SUCCEEDED = re.compile(r"generation succeeded: order \S+ → asset (obj_[0-9a-z]+)")
 _FAILED = re.compile(r"generation failed: order (ord_[0-9a-z]+):")
-_PLAN = {
-    "en": (
-        "Agree on the budget for the drafts",
-        f"Generate {DRAFTS} draft posters",
-        "Pick a favourite draft",
-        f"Final posters in {FINALS} formats",
-    ),
-    "de": (
-        "Budget für die Entwürfe abstimmen",
-        f"{DRAFTS} Plakatentwürfe generieren",
-        "Lieblingsentwurf auswählen",
-        f"Finale Plakate in {FINALS} Formaten",
-    ),
-}
 
 
 @dataclass
@@ -76,67 +55,9 @@ class View:
     failed: list[str] = field(default_factory=list)  # orders newly shown as failed
 
 
-def is_poster_task(request: ModelRequest, person: str) -> bool:
-    return bool(POSTER.search(person))
-
-
-def poster_step(request: ModelRequest, lang: str, person: str, latest: str) -> ModelResponse:
-    v = _read(request, lang, person, latest)
-    if not v.items:
-        return _calls(request, _plan(v))
-    steps = {i: v.items[i] for i in range(min(4, len(v.items)))}
-    budget, drafts, pick, finals = steps.get(0), steps.get(1), steps.get(2), steps.get(3)
-    extra = v.items[4:]
-    busy = v.waiting > 0  # jobs still running: say so and let the runtime park
-    if WARMER.search(v.latest) and not any(WARMER.search(i.title) for i in extra):
-        return _calls(request, _warmer(v, pick))
-    for item in extra:
-        if item.status != "done":
-            if v.succeeded and not busy:
-                return _calls(request, [_done(item, v.succeeded)])
-            if again := _again(request, v):
-                return _calls(request, again)
-            return _text(v, _say(v, "warmer_wait"), request)
-    if budget and budget.status != "done":
-        card = _answered(v, ("Budget",), "confirm")
-        if card is None:
-            return _text(v, _say(v, "budget_wait"), request)
-        return _calls(request, [_done(budget, card=card), *_drafts(v)])
-    if drafts and drafts.status != "done":
-        if len(v.succeeded) < DRAFTS:
-            if again := _again(request, v):
-                return _calls(request, again)
-            return _text(v, _say(v, "drafts_wait"), request)
-        options = [
-            {"id": obj, "label": f"{'Entwurf' if v.lang == 'de' else 'Draft'} {n + 1}"}
-            for n, obj in enumerate(v.succeeded[:DRAFTS])
-        ]
-        ask: Call = (
-            "ask_person",
-            {
-                "kind": "select",
-                "title": _say(v, "pick"),
-                "options": options,
-                "item_id": pick.id if pick else None,
-            },
-        )
-        return _calls(request, [_done(drafts, v.succeeded[:DRAFTS]), ask])
-    if pick and pick.status != "done":
-        return _text(v, _say(v, "pick"), request)
-    if finals and finals.status != "done":
-        if len(v.succeeded) >= FINALS:
-            return _calls(request, [_done(finals, v.succeeded[:FINALS])])
-        if again := _again(request, v):
-            return _calls(request, again)
-        if busy or v.succeeded:
-            return _text(v, _say(v, "generating", n=FINALS), request)
-        chosen = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
-        return _calls(request, [_final(v, fmt, chosen) for fmt in FORMATS])
-    return _text(v, _say(v, "done"), request)
-
-
 # --- reading ------------------------------------------------------------------------
-def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
+def read_view(request: ModelRequest, lang: str, person: str, latest: str) -> View:
+    """What the stand-in reads from one request of a persistent task."""
     tail = ""
     results: list[str] = []
     last = request.messages[-1] if request.messages else None
@@ -161,7 +82,7 @@ def _read(request: ModelRequest, lang: str, person: str, latest: str) -> View:
     return View(lang, person, latest, items, answers, succeeded, waiting, results, failed)
 
 
-def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
+def answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
     for card_id, title, act, _ in v.answers:
         if act == action and any(w in title for w in title_words):
             return card_id
@@ -175,40 +96,11 @@ def _answered(v: View, title_words: tuple[str, ...], action: str) -> str | None:
 Call = tuple[str, dict[str, object]]
 
 
-def _plan(v: View) -> list[Call]:
-    titles = _PLAN[v.lang]
-    add = [{"title": t, "requires_confirmation": n == 2} for n, t in enumerate(titles)]
-    price = CATALOGUE[DEFAULT_MODEL["image"]].price_cents * (DRAFTS + FINALS)
-    purpose = (
-        f"{DRAFTS} Entwürfe und {FINALS} finale Plakate"
-        if v.lang == "de"
-        else f"{DRAFTS} drafts and {FINALS} final posters"
-    )
-    return [
-        ("update_checklist", {"add": add}),
-        ("request_budget", {"amount_cents": price, "purpose": purpose}),
-    ]
-
-
-def _drafts(v: View) -> list[Call]:
-    styles = ("sunset orange", "teal and cream", "mustard and brown", "faded red")
-    return [
-        (
-            "generate_image",
-            {
-                "prompt": f"Retro brand poster, draft {n + 1}, {styles[n]}: {v.person[:200]}",
-                "model": DEFAULT_MODEL["image"],
-            },
-        )
-        for n in range(DRAFTS)
-    ]
-
-
-def _again(request: ModelRequest, v: View) -> list[Call]:
+def again(request: ModelRequest, v: View) -> list[Call]:
     """A job that failed (refunded; never resubmitted by the platform) is ordered again,
     as a new call with the failed call's input, read from the history. The failure line
     is shown once, so this is the step that must act on it, busy or not."""
-    calls: list[Call] = []
+    out: list[Call] = []
     for order_id in v.failed:
         use_id = next(
             (
@@ -229,40 +121,11 @@ def _again(request: ModelRequest, v: View) -> list[Call]:
             None,
         )
         if use is not None and use.name.startswith("generate_"):
-            calls.append((use.name, dict(use.input)))
-    return calls
+            out.append((use.name, dict(use.input)))
+    return out
 
 
-def _final(v: View, fmt: str, chosen: str) -> Call:
-    return (
-        "generate_image",
-        {
-            "prompt": f"Final retro brand poster ({fmt}) based on the chosen draft {chosen}",
-            "model": DEFAULT_MODEL["image"],
-        },
-    )
-
-
-def _warmer(v: View, pick: Item | None) -> list[Call]:
-    title = (
-        "Wärmere Variante des gewählten Plakats"
-        if v.lang == "de"
-        else ("Warmer variant of the chosen poster")
-    )
-    base = next((a[3] for a in reversed(v.answers) if a[2] == "select"), "")
-    return [
-        ("update_checklist", {"add": [{"title": title}]}),
-        (
-            "generate_image",
-            {
-                "prompt": f"The chosen retro poster {base}, a bit warmer: more orange and red",
-                "model": DEFAULT_MODEL["image"],
-            },
-        ),
-    ]
-
-
-def _done(item: Item, artifacts: list[str] | None = None, card: str | None = None) -> Call:
+def done(item: Item, artifacts: list[str] | None = None, card: str | None = None) -> Call:
     upd: dict[str, object] = {"id": item.id, "status": "done"}
     if artifacts:
         upd["artifacts"] = artifacts
@@ -273,28 +136,7 @@ def _done(item: Item, artifacts: list[str] | None = None, card: str | None = Non
     return ("update_checklist", {"update": [upd]})
 
 
-_SAY = {
-    "budget_wait": (
-        "I've asked you to approve the budget for the drafts.",
-        "Ich habe dich um die Freigabe des Budgets für die Entwürfe gebeten.",
-    ),
-    "generating": (
-        "Generating {n} images; they appear here when ready.",
-        "Ich generiere {n} Bilder; sie erscheinen hier, sobald sie fertig sind.",
-    ),
-    "drafts_wait": ("The drafts are still being generated.", "Die Entwürfe werden noch generiert."),
-    "pick": ("Which draft do you like best?", "Welcher Entwurf gefällt dir am besten?"),
-    "done": ("The poster series is finished.", "Die Plakatserie ist fertig."),
-    "warmer_wait": ("The warmer variant is on its way.", "Die wärmere Variante entsteht."),
-}
-
-
-def _say(v: View, key: str, **kw: object) -> str:
-    en, de = _SAY[key]
-    return (de if v.lang == "de" else en).format(**kw)
-
-
-def _text(v: View, text: str, request: ModelRequest) -> ModelResponse:
+def reply(text: str, request: ModelRequest) -> ModelResponse:
     return ModelResponse(
         content=[TextBlock(text=text)],
         stop_reason="end_turn",
@@ -303,15 +145,15 @@ def _text(v: View, text: str, request: ModelRequest) -> ModelResponse:
     )
 
 
-def _calls(request: ModelRequest, calls: list[Call]) -> ModelResponse:
+def calls(request: ModelRequest, made: list[Call]) -> ModelResponse:
     base = f"toolu_{request.purpose}_{len(request.messages):04d}"
     return ModelResponse(
         content=[
             ToolUseBlock(id=f"{base}_{n}", name=name, input=args)
-            for n, (name, args) in enumerate(calls)
+            for n, (name, args) in enumerate(made)
         ],
         stop_reason="tool_use",
-        usage=Usage(input_tokens=_tokens(request), output_tokens=40 * len(calls)),
+        usage=Usage(input_tokens=_tokens(request), output_tokens=40 * len(made)),
         model="lomo-offline",
     )
 
@@ -356,7 +198,7 @@ def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | Non
     )
     answer = _ANSWER.search(tail)
     if answer is None:
-        return _calls(request, [("forget_memory", {"text": what})])
+        return calls(request, [("forget_memory", {"text": what})])
     if answer.group(3) == "confirm":
         reply = "Vergessen." if lang == "de" else "Forgotten."
     else:

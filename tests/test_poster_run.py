@@ -116,7 +116,7 @@ async def test_poster_series_reaches_its_checkpoint_without_continue(
             )
         assert n_messages == 1  # the person never typed "continue"
         assert len(orders) == 7 and all(o.status == "succeeded" for o in orders)
-        assert any(choice in o.params["prompt"] for o in orders)
+        assert sum(o.params.get("reference_object_id") == choice for o in orders) == 3
 
         # A follow-up reopens the same (completed, persistent) task in place.
         r = await st.api.post(

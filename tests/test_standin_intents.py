@@ -166,6 +166,23 @@ async def test_change_after_a_picture_applies_to_that_picture() -> None:
     assert call.input["reference_object_id"] == "obj_0001fox"
 
 
+async def test_a_change_starts_from_the_tasks_own_picture_not_the_newest_asset() -> None:
+    """Other tasks' work may fill the person's few most recent assets: the change still
+    starts from the picture this task made."""
+    ask = TextBlock(text="Draw me a ginger tabby cat")
+    use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
+    made = TextBlock(text="[runtime] generation succeeded: order ord_0001 → asset obj_0001cat")
+    change = [
+        TextBlock(text="Could you darken the cat a little"),
+        TextBlock(text="[runtime] recent asset obj_0009pst: image poster draft (2026-12-05)"),
+    ]
+    resp = await OfflineModel().complete(
+        _task([ask], [use], [made], [TextBlock(text="Here is your image.")], change)
+    )
+    (call,) = _calls(resp)
+    assert call.input["reference_object_id"] == "obj_0001cat"
+
+
 async def test_a_repeated_request_for_finished_work_makes_a_new_piece() -> None:
     ask = TextBlock(text="Generate an image of a teapot")
     use = ToolUseBlock(id="toolu_1", name="generate_image", input={"prompt": ask.text})
@@ -192,12 +209,57 @@ async def test_a_poke_starts_nothing_and_says_where_the_work_stands() -> None:
     assert "still being made" in _said(resp) and not RAW_ID.search(_said(resp))
 
 
-async def test_multipart_work_without_a_planner_says_so_honestly() -> None:
-    text = "Create a children's book about a brave little turtle"
+@pytest.mark.parametrize(
+    ("text", "titles", "price"),
+    [
+        ("Create a children's book about a brave little turtle", ["Cover", "4 pages"], 32),
+        ("Make a series of 4 posters for a summer campaign", ["4 final posters"], 32),
+        (
+            "Entwirf ein Markenpaket für mein Café",
+            ["Logo", "Farbpaletten-Karte", "Visitenkarte"],
+            24,
+        ),
+        (
+            "Create a short animated film about a paper boat",
+            ["4 storyboard frames", "A 6-second clip"],
+            68,
+        ),
+        ("A picture book with 8 pages about a sleepy owl", ["Cover", "8 pages"], 48),
+    ],
+)
+async def test_multipart_work_is_planned_from_the_request(
+    text: str, titles: list[str], price: int
+) -> None:
+    """Whatever the subject, the plan's parts come from the request (its form by meaning,
+    its counts from its words): budget, drafts and the pick, then the parts; one price
+    for all of it."""
     resp = await OfflineModel().complete(_task([TextBlock(text=text)], kind="persistent"))
+    plan, budget = _calls(resp)
+    assert plan.name == "update_checklist" and budget.name == "request_budget"
+    steps = plan.input["add"]
+    assert [s["title"] for s in steps][3:] == titles
+    assert [s["requires_confirmation"] for s in steps][:3] == [False, False, True]
+    assert budget.input["amount_cents"] == price
+
+
+async def test_the_plans_replies_say_what_is_made_without_ids() -> None:
+    """While the price card waits, the reply names the plan and its price, not a result."""
+    text = "Create a children's book about a brave little turtle"
+    tail = (
+        "[runtime] checklist:\n"
+        "  - [open] chk_a1: Agree on the budget for the plan\n"
+        "  - [open] chk_a2: Generate 3 drafts\n"
+        "  - [open] chk_a3: Pick a favourite draft (needs the person's confirmation)\n"
+        "  - [open] chk_a4: Cover\n  - [open] chk_a5: 4 pages\n"
+        "[runtime] waiting for the person on card crd_b1 (price): Budget for this plan"
+    )
+    use = ToolUseBlock(id="toolu_1", name="request_budget", input={"amount_cents": 32})
+    resp = await OfflineModel().complete(
+        _task([TextBlock(text=text)], [use], [TextBlock(text=tail)], kind="persistent")
+    )
     said = _said(resp)
-    assert not _calls(resp) and "ANTHROPIC_API_KEY" in said and "turtle" in said
-    assert "Understood" not in said
+    assert not _calls(resp) and "turtle" in said and "0.32 EUR" in said
+    assert "Cover, 4 pages" in said and not RAW_ID.search(said) and "Done" not in said
 
 
 async def test_a_single_poster_is_one_picture_not_a_series() -> None:
