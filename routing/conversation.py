@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo import clock
-from lomo.db.models import Event, MessageRow, TaskObject, WorkObject
+from lomo.db.models import Event, MessageRow, Task, TaskObject, WorkObject
 from routing.prompt import age, clip
 
 TURN_CHARS = 160
@@ -114,11 +114,16 @@ def _last_turns(said: list[Said], turns: int) -> list[Said]:
 
 
 async def _recent_work(s: AsyncSession, user_id: str) -> list[Made]:
+    """The latest pieces, each named by what the person asked for (its task's goal):
+    generated objects carry technical names, the person's words say what they are."""
     rows = await s.execute(
-        select(WorkObject.type, WorkObject.name, WorkObject.created_at, TaskObject.task_id)
+        select(WorkObject.type, WorkObject.name, WorkObject.created_at, Task.id, Task.goal)
         .outerjoin(TaskObject, TaskObject.object_id == WorkObject.id)
+        .outerjoin(Task, Task.id == TaskObject.task_id)
         .where(WorkObject.user_id == user_id, WorkObject.deleted.is_(False))
         .order_by(WorkObject.created_at.desc())
         .limit(RECENT_WORK)
     )
-    return [Made(task_id, type_, name, clock.utc(at)) for type_, name, at, task_id in rows]
+    return [
+        Made(task_id, type_, goal or name, clock.utc(at)) for type_, name, at, task_id, goal in rows
+    ]

@@ -1,4 +1,5 @@
-"""Words for routing: canonical content terms (EN+DE), shared by the keyword index, the
+"""Words for routing: canonical content terms (EN+DE, and the commonest function words of
+French, Spanish, Italian and Dutch left out too), shared by the keyword index, the
 duplicate check's word comparison and the offline router, so all three agree."""
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ STOPWORDS = frozenset(
     letzte letzten letztes neulich gestern vorhin wieder gleiche andere neue neuen neues
     auch nur so aber nicht kein keine ja nein danke hallo hi welche welcher was wie wo wer
     warum wann doch schon gerne gern bei nach über unter fürs ins beim ums vors übers
+    le la les un une des du et ou dans sur pour avec moi toi nous vous ce cette mon ma mes
+    il elle te est plaît svp el los las una unos unas y en con por para mí tu su del al
+    favor lo gli di da per ti het een de voor mij
     """.split()
 )
 

@@ -9,6 +9,7 @@ pointing words and the candidates' ages. Evaluated in tests/routing_eval.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
@@ -215,8 +216,8 @@ def conversation_answer(talk: _Talk, lang: str) -> str:
     name, newest first (never an id); else what was asked for and is not finished yet."""
     de = lang == "de"
     if talk.made:
-        art = "das" if de else "the"
-        names = [f"{art} {kind_word(t, lang)} {_quoted(n, de)}" for t, n, _ in talk.made]
+        counts = Counter((kind, name) for kind, name, _ in talk.made)  # newest first
+        names = [_pieces(n, kind, name, lang) for (kind, name), n in counts.items()]
         head = "Zuletzt habe ich gemacht: " if de else "Lately I made "
         return head + ", ".join(names) + "."
     asked = [text for who, text, _ in talk.said if who == "person"]
@@ -225,6 +226,18 @@ def conversation_answer(talk: _Talk, lang: str) -> str:
             return f"Noch ist nichts fertig. Zuletzt hast du gefragt: {_quoted(asked[-1], de)}."
         return f"Nothing is finished yet. The latest you asked for: {_quoted(asked[-1], de)}."
     return say("nothing_yet", lang)
+
+
+_PLURAL_DE = {"Bild": "Bilder", "3D-Modell": "3D-Modelle", "Video": "Videos", "Audio": "Audios"}
+
+
+def _pieces(n: int, kind: str, name: str, lang: str) -> str:
+    word, de = kind_word(kind, lang), lang == "de"
+    if n == 1:
+        return f"{'das' if de else 'the'} {word} {_quoted(name, de)}"
+    if de:
+        return f"{n} {_PLURAL_DE.get(word, word)} für {_quoted(name, de)}"
+    return f"{n} {word}s for {_quoted(name, de)}"
 
 
 def _quoted(text: str, de: bool) -> str:

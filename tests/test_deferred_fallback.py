@@ -90,7 +90,9 @@ async def test_a_refused_beta_falls_back_to_plain_lists_in_the_same_step(
 ) -> None:
     srv, url = server
     srv.app.state.refuse_betas = True
-    provider = AnthropicProvider(api_key="k", model="claude-test", base_url=url, deferred_tools=True)
+    provider = AnthropicProvider(
+        api_key="k", model="claude-test", base_url=url, deferred_tools=True
+    )
     deltas: list[str] = []
 
     async def sink(text: str) -> None:
@@ -117,7 +119,9 @@ async def test_a_refused_beta_falls_back_to_plain_lists_in_the_same_step(
 
 async def test_the_deferred_path_where_the_beta_works(server: tuple[_Server, str]) -> None:
     srv, url = server
-    provider = AnthropicProvider(api_key="k", model="claude-test", base_url=url, deferred_tools=True)
+    provider = AnthropicProvider(
+        api_key="k", model="claude-test", base_url=url, deferred_tools=True
+    )
     try:
         await provider.complete(_request())
     finally:
@@ -133,7 +137,9 @@ async def test_another_bad_request_is_not_mistaken_for_a_refused_beta(
     server: tuple[_Server, str],
 ) -> None:
     srv, url = server
-    provider = AnthropicProvider(api_key="k", model="claude-test", base_url=url, deferred_tools=True)
+    provider = AnthropicProvider(
+        api_key="k", model="claude-test", base_url=url, deferred_tools=True
+    )
     bad = _request()
     bad.max_tokens = 0  # refused for itself, not for the beta
     try:
