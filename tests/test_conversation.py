@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from llm.types import ToolUseBlock
+from llm.types import TextBlock, ToolUseBlock
 from routing.conversation import Conversation, Made, Said
 from routing.index import Candidate, current_summary
 from routing.prompt import route_request
@@ -123,7 +123,8 @@ def test_the_persons_language_is_recognised(text: str, lang: str) -> None:
 async def test_a_french_message_gets_an_english_reply_and_the_model_is_told_french() -> None:
     text = "Qu'est-ce que tu peux faire pour moi aujourd'hui, s'il te plaît ?"
     req = route_request(text, [], NOW, "", [], detect_language(text))
-    told = [b.text for b in req.messages[-1].content if "writes in" in b.text]
+    blocks = [b for b in req.messages[-1].content if isinstance(b, TextBlock)]
+    told = [b.text for b in blocks if "writes in" in b.text]
     assert told == ["[router] The person writes in French (fr)."]
     resp = await OfflineModel().complete(req)
     call = next(b for b in resp.content if isinstance(b, ToolUseBlock))
