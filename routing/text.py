@@ -197,12 +197,13 @@ def detect_language(text: str) -> str:
     language only when the shipped character n-gram model (py3langid, no download) is sure
     of it, since a two-word message is easily mistaken."""
     words = [w.lower() for w in _WORD.findall(text)]
-    if len(words) >= 2:
+    german = sum(w in _GERMAN for w in words) + len(re.findall(r"[äöüß]", text, re.I))
+    english = sum(w in _ENGLISH for w in words if w not in _GERMAN)
+    # Clearly English or German by its function words: no need for the n-gram model.
+    if len(words) >= 2 and abs(german - english) < 2:
         code, prob = _identify(text)
         if code not in ("en", "de") and prob >= OTHER_LANGUAGE_MIN:
             return code
-    german = sum(w in _GERMAN for w in words) + len(re.findall(r"[äöüß]", text, re.I))
-    english = sum(w in _ENGLISH for w in words if w not in _GERMAN)
     return "de" if german > english else "en"
 
 
