@@ -44,6 +44,9 @@ class ProviderSettings(Protocol):
     def anthropic_base_url(self) -> str | None: ...
 
     @property
+    def anthropic_deferred_tools(self) -> bool: ...
+
+    @property
     def offline_stream_chars_per_second(self) -> float: ...
 
 
@@ -59,6 +62,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
             api_key=key.get_secret_value(),
             model=settings.anthropic_model,
             base_url=settings.anthropic_base_url,
+            deferred_tools=settings.anthropic_deferred_tools,
         )
     from standin.model import OfflineModel
 

@@ -26,9 +26,11 @@ from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
 from lomo.telemetry import MESSAGES_ROUTED
+from memory.context import exclusions
 from money.catalogue import catalogue_text
 from money.policy import set_autonomy
 from routing.cards import NEW_OPTION
+from routing.conversation import recent_conversation
 from routing.deterministic import RESTARTABLE
 from routing.duplicates import likely_duplicates
 from routing.index import Candidate, TaskIndex
@@ -93,8 +95,18 @@ class RoutingActivities:
                     raise ApplicationError(f"task {msg.task_id} is closed", non_retryable=True)
                 plan = await self._existing(s, msg, task, model_promote=False)
                 return await self._record(s, msg, plan, [], 0)
-            await self.index.refresh(s, inp.user_id)
+            # Forgotten messages stay out of what the router reads, as out of any context.
+            hidden = await exclusions(s, inp.user_id)
+            await self.index.refresh(s, inp.user_id, hidden.message_ids)
             text, pinned = msg.text, await self._object_tasks(s, msg)
+            talk = await recent_conversation(
+                s,
+                inp.user_id,
+                msg.id,
+                self.settings.routing_conversation_turns,
+                hidden.message_ids,
+                hidden.step_keys,
+            )
         vector = (await self.index.embed([text]))[0]
         async with self.db.session() as s:
             cands = await self.index.candidates(
@@ -107,7 +119,11 @@ class RoutingActivities:
                 pinned,
             )
         now = self.clock()
-        call = await self._ask(route_request(text, cands, now, catalogue_text()))
+        call = await self._ask(
+            route_request(
+                text, cands, now, catalogue_text(), talk.lines(now), detect_language(text)
+            )
+        )
         calls = 1
         if call["decision"] == "new":
             async with self.db.session() as s:

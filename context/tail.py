@@ -10,13 +10,16 @@ from typing import Any
 from context.types import CardRow, ItemRow, Recalled, StepData, TaskHead
 from flows.graph import run_of_call
 from lomo import clock
+from routing.text import detect_language, language_name
 
 
 def task_header(task: TaskHead) -> str:
     """The task's lines that change only when forgetting scrubs them (in the system prompt,
     after the profile)."""
+    name = language_name(task.language)
     lines = [
-        f"[runtime] task {task.id} ({task.kind}), language {task.language}",
+        f"[runtime] task {task.id} ({task.kind}), language {task.language}: the person "
+        f"writes in {name}; reply in {name}",
         f"[runtime] goal: {task.goal[:500]}",
     ]
     if task.briefing:
@@ -34,6 +37,7 @@ def dynamic_tail(
     """What changed since the last stored step, and the finished jobs shown now. The turn
     line only when `status` (the task's fixed lines are in `task_header`)."""
     lines = [f"[runtime] turn {data.task.turn}"] if status else []
+    lines += _language_lines(data)
     lines += _checklist_lines(data.items)
     lines += _card_lines(data.cards, since)
     order_lines, shown = _order_lines(data, reported)
@@ -45,6 +49,17 @@ def dynamic_tail(
     lines.extend(f"[runtime] memory: {m}" for m in recalled.items)
     lines.extend(f"[runtime] degraded: {d}" for d in recalled.degraded)
     return "\n".join(lines), shown
+
+
+def _language_lines(data: StepData) -> list[str]:
+    """The person switched language since the task began: the reply follows them."""
+    said = " ".join(data.said).strip()
+    # A word or two ("ok", "danke") says too little to switch on.
+    lang = detect_language(said) if len(said.split()) >= 3 else data.task.language
+    if lang == data.task.language:
+        return []
+    name = language_name(lang)
+    return [f"[runtime] the person now writes in {name} ({lang}); reply in {name}"]
 
 
 def _checklist_lines(items: list[ItemRow]) -> list[str]:

@@ -7,8 +7,9 @@ second retry layer would multiply attempts and hide failures from the workflow h
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, cast, get_args
 
 import anthropic
@@ -22,6 +23,7 @@ from llm.types import (
     ModelResponse,
     StopReason,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
@@ -36,8 +38,11 @@ _STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 PURPOSE_HEADER = "x-lomo-purpose"
 # Deferred tools (`defer_loading`, loaded by `tool_reference`) belong to the API's advanced
 # tool use beta (the name LangChain's Anthropic integration documents; not tried against the
-# live API here).
+# live API here). So they are sent only when a setting says the beta is known to work; by
+# default a request's deferred tools go as a plain list (`plain_tools`).
 DEFERRED_TOOLS_BETA = "advanced-tool-use-2025-11-20"
+# Words of a 400 that refuses the beta or its tool fields (rather than the request itself).
+_BETA_REFUSAL = ("beta", "defer_loading", "tool_reference", "tool search", "tool_search")
 
 
 def _block_to_param(block: Block) -> dict[str, Any]:
@@ -105,6 +110,38 @@ def request_to_create_kwargs(request: ModelRequest, model: str) -> dict[str, Any
     if tools:
         kwargs["tools"] = tools
     return kwargs
+
+
+def plain_tools(request: ModelRequest) -> ModelRequest:
+    """The request without the beta: the core tools and the tools a `tool_reference` has
+    loaded so far, as plain tools (in the order the request lists them), and each loading
+    result as text saying which tools it loaded. The model sees the same tools; only the
+    tools array grows as domains load (its cache prefix then changes with it)."""
+    loaded = {
+        n
+        for m in request.messages
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+        for n in b.tool_refs
+    }
+    shown = [t for t in request.tools if not t.deferred or t.name in loaded]
+    tools = [replace(t, deferred=False) for t in shown]
+    messages = [Message(m.role, [_plain_block(b) for b in m.content]) for m in request.messages]
+    return replace(request, tools=tools, messages=messages)
+
+
+def _plain_block(block: Block) -> Block:
+    if not isinstance(block, ToolResultBlock) or not block.tool_refs:
+        return block
+    note = f"Loaded tools: {', '.join(block.tool_refs)}."
+    content = f"{block.content}\n{note}" if block.content else note
+    return replace(block, content=content, tool_refs=[])
+
+
+def refuses_beta(exc: anthropic.APIStatusError) -> bool:
+    """A 400 about the deferred-tools beta or its fields (the live API may not know it)."""
+    text = f"{exc.message} {exc.body}".lower()
+    return exc.status_code == 400 and any(word in text for word in _BETA_REFUSAL)
 
 
 def _stop_reason(value: str | None) -> StopReason:
@@ -176,34 +213,64 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(
-        self, api_key: str, model: str, base_url: str | None = None, timeout: float = 60.0
+        self,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        deferred_tools: bool = False,
     ) -> None:
         self.model = model
+        # True only when the deferred-tools beta is known to work with this API; a refusal
+        # turns it off for the rest of the process.
+        self.deferred_tools = deferred_tools
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        kwargs, headers = self._call(request)
-        with _model_errors():
-            message = await self._client.messages.create(**kwargs, extra_headers=headers)
-        return self._response(request, message)
+        return await self._with_fallback(request, self._create)
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """The same call through the SDK's streaming API: each text delta goes to
         `on_text` as it arrives; the final message is the step's response."""
-        kwargs, headers = self._call(request)
-        with _model_errors():
+
+        async def streamed(kwargs: dict[str, Any], headers: dict[str, str]) -> Any:
             async with self._client.messages.stream(**kwargs, extra_headers=headers) as s:
                 async for text in s.text_stream:
                     await on_text(text)
-                message = await s.get_final_message()
+                return await s.get_final_message()
+
+        return await self._with_fallback(request, streamed)
+
+    async def _create(self, kwargs: dict[str, Any], headers: dict[str, str]) -> Any:
+        return await self._client.messages.create(**kwargs, extra_headers=headers)
+
+    async def _with_fallback(
+        self,
+        request: ModelRequest,
+        send: Callable[[dict[str, Any], dict[str, str]], Awaitable[Any]],
+    ) -> ModelResponse:
+        """One call; with deferred tools, a 400 refusing the beta is answered by the same
+        call with plain tool lists, within this step (a refusal is sent before any text)."""
+        deferred = self.deferred_tools and any(t.deferred for t in request.tools)
+        with _model_errors():
+            try:
+                message = await send(*self._call(request, deferred))
+            except anthropic.APIStatusError as exc:
+                if not (deferred and refuses_beta(exc)):
+                    raise
+                log.warning("the API refused deferred tools (%s); plain tool lists", exc.message)
+                self.deferred_tools = False
+                message = await send(*self._call(request, False))
         return self._response(request, message)
 
-    def _call(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    def _call(self, request: ModelRequest, deferred: bool) -> tuple[dict[str, Any], dict[str, str]]:
         headers = {PURPOSE_HEADER: request.purpose}
-        if any(t.deferred for t in request.tools):
+        if deferred:
             headers["anthropic-beta"] = DEFERRED_TOOLS_BETA
+        else:
+            request = plain_tools(request)
         return request_to_create_kwargs(request, self.model), headers
 
     @staticmethod

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = None
     anthropic_model: str = "claude-sonnet-4-5"
+    # Send domain tools deferred (the API's advanced-tool-use beta) only when it is known to
+    # work with the API in use; by default they go as plain tool lists, and a refusal of
+    # the beta falls back to plain lists within the same step.
+    anthropic_deferred_tools: bool = False
     model_provider: Literal["auto", "anthropic", "offline"] = "auto"
 
     # Runtime limits (short in tests; docs/operations.md#configuration)
@@ -167,6 +171,10 @@ class Settings(BaseSettings):
     routing_active_window: int = 8  # most recently active tasks always shown to the router
     routing_search_limit: int = 6  # extra candidates from keyword + vector search
     routing_duplicate_window: int = 50  # running tasks compared before creating a new one
+    # The main thread's memory of the conversation: the router (and main's own answers)
+    # read this many latest exchanges (a message and its replies) and the latest work.
+    # 0: every message is routed on its own.
+    routing_conversation_turns: int = Field(default=6, ge=0, le=50)
 
     # Memory
     memory_timeout_seconds: float = 2.0  # retrieval bound; past it the step goes on without

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,7 @@ from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo import clock
-from lomo.db.models import Task, TaskObject, WorkObject
+from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
 from routing.models import TaskIndexEntry, TaskIndexTerm
 from routing.text import content_terms
 from vectors.base import VectorIndex, VectorPoint
@@ -67,6 +67,51 @@ def entry_text(goal: str, summary: str, refs: Sequence[dict[str, Any]]) -> str:
     return " ".join(p for p in (goal, summary, names) if p)
 
 
+LATEST_SAID = 3  # the person's latest messages to a task its summary keeps
+SUMMARY_CHARS = 600
+
+
+def current_summary(goal: str, briefing: str, latest: Sequence[str]) -> str:
+    """What a task is about now: the person's latest words to it, newest first, then its
+    briefing (a task that turned from a poster into a flyer reads as the flyer). Deterministic
+    and bounded, so refreshing it twice writes the same text."""
+    said = [" ".join(t.split()) for t in latest if " ".join(t.split()) != " ".join(goal.split())]
+    parts = ["latest: " + " / ".join(said)] if said else []
+    if briefing.strip():
+        parts.append(briefing.strip())
+    text = "; ".join(parts)
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+async def _latest_said(
+    s: AsyncSession, task_ids: list[str], forgotten: set[str]
+) -> dict[str, list[str]]:
+    """The person's latest messages to each task, newest first (bounded per task)."""
+    ranked = (
+        select(
+            MessageRow.id,
+            MessageRow.task_id,
+            MessageRow.text,
+            func.row_number()
+            .over(partition_by=MessageRow.task_id, order_by=MessageRow.created_at.desc())
+            .label("n"),
+        )
+        .where(MessageRow.task_id.in_(task_ids))
+        .subquery()
+    )
+    rows = await s.execute(
+        select(ranked.c.id, ranked.c.task_id, ranked.c.text)
+        .where(ranked.c.n <= LATEST_SAID + len(forgotten))
+        .order_by(ranked.c.task_id, ranked.c.n)
+    )
+    out: dict[str, list[str]] = {}
+    for mid, task_id, text in rows:
+        kept = out.setdefault(str(task_id), [])
+        if mid not in forgotten and len(kept) < LATEST_SAID:
+            kept.append(str(text))
+    return out
+
+
 class TaskIndex:
     def __init__(self, embedder: Embedder, vectors: VectorIndex | None) -> None:
         self.embedder = embedder
@@ -85,8 +130,11 @@ class TaskIndex:
         # The model is CPU-bound numpy: keep the event loop (heartbeats, other activities) free.
         return await asyncio.to_thread(self.embedder.embed, list(texts))
 
-    async def refresh(self, s: AsyncSession, user_id: str) -> int:
-        """Bring stale or missing entries of this user up to date; returns how many."""
+    async def refresh(self, s: AsyncSession, user_id: str, forgotten: Collection[str] = ()) -> int:
+        """Bring stale or missing entries of this user up to date; returns how many. Every
+        turn moves its task's `updated_at`, so the next routing re-reads the task: its
+        entry's summary says what the task became since it was created
+        (`current_summary`), never a forgotten message."""
         q = (
             select(Task, TaskIndexEntry)
             .outerjoin(TaskIndexEntry, TaskIndexEntry.task_id == Task.id)
@@ -104,7 +152,9 @@ class TaskIndex:
         if not rows:
             return 0
         refs = await self._object_refs(s, [t.id for t, _ in rows])
-        texts = [entry_text(t.goal, t.summary, refs.get(t.id, [])) for t, _ in rows]
+        said = await _latest_said(s, [t.id for t, _ in rows], set(forgotten))
+        summaries = {t.id: current_summary(t.goal, t.summary, said.get(t.id, [])) for t, _ in rows}
+        texts = [entry_text(t.goal, summaries[t.id], refs.get(t.id, [])) for t, _ in rows]
         vecs = await self.embed(texts) if self.vectors is not None else []
         ids = [t.id for t, _ in rows]
         await s.execute(delete(TaskIndexTerm).where(TaskIndexTerm.task_id.in_(ids)))
@@ -117,7 +167,7 @@ class TaskIndex:
                 entry = TaskIndexEntry(task_id=task.id, user_id=user_id)
                 s.add(entry)
             entry.kind, entry.status = task.kind, task.status
-            entry.goal, entry.summary, entry.language = task.goal, task.summary, task.language
+            entry.goal, entry.summary, entry.language = task.goal, summaries[task.id], task.language
             entry.object_refs = task_refs
             entry.keywords = " ".join(terms)
             entry.source_updated_at = task.updated_at

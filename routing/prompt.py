@@ -10,6 +10,7 @@ from typing import Any
 
 from llm.types import Message, ModelRequest, SystemBlock, TextBlock, ToolSpec
 from routing.index import Candidate
+from routing.text import language_name
 from routing.types import DECISIONS
 
 # Blocks the router reads besides the person's message start with this marker, so the
@@ -17,6 +18,12 @@ from routing.types import DECISIONS
 MARK = "[router]"
 FIELD_CHARS = 140
 DUPLICATE_CHECK = "Duplicate check."
+CANDIDATES = "Candidate tasks, most recently active first:"
+CONVERSATION = (
+    "Recent conversation, oldest first (the person's messages, where they went, the "
+    "replies), then the latest work made:"
+)
+LANGUAGE = "The person writes in"
 
 ROUTER_RULES = (
     "You are the main thread's router. Decide where the person's message goes and call "
@@ -29,6 +36,10 @@ ROUTER_RULES = (
     "Set promote=true when the person keeps revising a lightweight task. When the person "
     "says their previous message was meant for another task, call `move_message` with that "
     "task's id instead. "
+    'Read the recent conversation: a message that names no work ("and one more in blue") '
+    'continues the work it follows; a question about the conversation ("what did you just '
+    'make?") is answered from it, naming the work, never an id. Write `answer` in the '
+    "person's language. "
     "Generation model catalogue:\n"
 )
 
@@ -104,18 +115,25 @@ def _system(capabilities: str) -> list[SystemBlock]:
 
 
 def route_request(
-    text: str, candidates: Sequence[Candidate], now: datetime, capabilities: str
+    text: str,
+    candidates: Sequence[Candidate],
+    now: datetime,
+    capabilities: str,
+    conversation: Sequence[str] = (),
+    language: str = "en",
 ) -> ModelRequest:
+    """The router's request. `conversation`: the recent turns and work
+    (routing/conversation.py), so follow-ups and questions about them are understood;
+    `language`: the person's, which main's own answer is written in."""
     lines = [candidate_line(c, now) for c in candidates] or ["- (no tasks yet)"]
-    head = f"{MARK} Candidate tasks, most recently active first:\n"
+    blocks = []
+    if conversation:
+        blocks.append(TextBlock(text=f"{MARK} {CONVERSATION}\n" + "\n".join(conversation)))
+    blocks.append(TextBlock(text=f"{MARK} {CANDIDATES}\n" + "\n".join(lines)))
+    blocks.append(TextBlock(text=f"{MARK} {LANGUAGE} {language_name(language)} ({language})."))
     return ModelRequest(
         system=_system(capabilities),
-        messages=[
-            Message(
-                role="user",
-                content=[TextBlock(text=head + "\n".join(lines)), TextBlock(text=text)],
-            )
-        ],
+        messages=[Message(role="user", content=[*blocks, TextBlock(text=text)])],
         tools=[ROUTE_TOOL, MOVE_TOOL],
         max_tokens=400,
         purpose="route",

@@ -1,9 +1,12 @@
-"""Words for routing: canonical content terms (EN+DE), shared by the keyword index, the
+"""Words for routing: canonical content terms (EN+DE, and the commonest function words of
+French, Spanish, Italian and Dutch left out too), shared by the keyword index, the
 duplicate check's word comparison and the offline router, so all three agree."""
 
 from __future__ import annotations
 
 import re
+import threading
+from typing import Any
 
 _TOKEN = re.compile(r"[^\W\d_]+", re.UNICODE)
 
@@ -23,6 +26,9 @@ STOPWORDS = frozenset(
     letzte letzten letztes neulich gestern vorhin wieder gleiche andere neue neuen neues
     auch nur so aber nicht kein keine ja nein danke hallo hi welche welcher was wie wo wer
     warum wann doch schon gerne gern bei nach über unter fürs ins beim ums vors übers
+    le la les un une des du et ou dans sur pour avec moi toi nous vous ce cette mon ma mes
+    il elle te est plaît svp el los las una unos unas y en con por para mí tu su del al
+    favor lo gli di da per ti het een de voor mij
     """.split()
 )
 
@@ -185,7 +191,59 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 
 
 def detect_language(text: str) -> str:
+    """The language of the person's words as an ISO 639-1 code: any language the
+    multilingual embedder covers (`EMBEDDER_LANGUAGES`), English when unsure. English and
+    German by their closed-class words (reliable on the shortest messages); another
+    language only when the shipped character n-gram model (py3langid, no download) is sure
+    of it, since a two-word message is easily mistaken."""
     words = [w.lower() for w in _WORD.findall(text)]
     german = sum(w in _GERMAN for w in words) + len(re.findall(r"[äöüß]", text, re.I))
     english = sum(w in _ENGLISH for w in words if w not in _GERMAN)
+    # Clearly English or German by its function words: no need for the n-gram model.
+    if len(words) >= 2 and abs(german - english) < 2:
+        code, prob = _identify(text)
+        if code not in ("en", "de") and prob >= OTHER_LANGUAGE_MIN:
+            return code
     return "de" if german > english else "en"
+
+
+# The languages multilingual USE v3 was trained on (vectors/embeddings.py): understanding
+# by meaning reaches these, so recognising the language does too.
+EMBEDDER_LANGUAGES = {
+    "ar": "Arabic",
+    "de": "German",
+    "en": "English",
+    "es": "Spanish",
+    "fr": "French",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "th": "Thai",
+    "tr": "Turkish",
+    "zh": "Chinese",
+}
+OTHER_LANGUAGE_MIN = 0.7
+_identifier: Any = None
+_identifier_lock = threading.Lock()
+
+
+def _identify(text: str) -> tuple[str, float]:
+    global _identifier
+    with _identifier_lock:
+        if _identifier is None:
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+            ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            ident.set_languages(sorted(EMBEDDER_LANGUAGES))
+            _identifier = ident
+    code, prob = _identifier.classify(text)
+    return str(code), float(prob)
+
+
+def language_name(code: str) -> str:
+    """The language's English name, for telling a model which language to answer in."""
+    return EMBEDDER_LANGUAGES.get(code, code)

@@ -34,6 +34,10 @@ _SAY = {
         f"I'm not sure what you'd like. {CAN_DO[0]} {OFFLINE[0]}",
         f"Ich bin nicht sicher, was du möchtest. {CAN_DO[1]} {OFFLINE[1]}",
     ),
+    "nothing_yet": (
+        f"We haven't made anything yet. {CAN_DO[0]}",
+        f"Wir haben noch nichts gemacht. {CAN_DO[1]}",
+    ),
     "remember": (
         "Noted. What I keep from it shows up in your memories.",
         "Notiert. Was ich mir davon merke, erscheint in deinen Erinnerungen.",

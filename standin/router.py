@@ -9,13 +9,15 @@ pointing words and the candidates' ages. Evaluated in tests/routing_eval.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from routing.prompt import DUPLICATE_CHECK, MARK, MOVE_TOOL
+from routing.prompt import CANDIDATES, CONVERSATION, DUPLICATE_CHECK, MARK, MOVE_TOOL
 from routing.text import FILLER, content_terms, detect_language
 from standin.intents import MEDIA, Recognition, recognise
-from standin.replies import say
+from standin.recall import asks_about_conversation
+from standin.replies import kind_word, say
 from standin.requested import requested
 
 _TASK_ID = re.compile(r"\btsk_[0-9a-z]+\b")
@@ -57,19 +59,51 @@ def _parse(line: str) -> _Cand | None:
     return cand
 
 
-def _read(request: ModelRequest) -> tuple[str, list[_Cand], bool]:
+_SAID = re.compile(r"^- (person|lomo)(?: \(task (tsk_[0-9a-z]+)\))?: (.*)$")
+_MADE = re.compile(r"^- made \S+ ago: (\S+) “(.*)” \((?:task (tsk_[0-9a-z]+)|no task)\)$")
+
+
+@dataclass
+class _Talk:
+    """The recent conversation as the router's block shows it."""
+
+    said: list[tuple[str, str, str | None]]  # who, text, task id; oldest first
+    made: list[tuple[str, str, str | None]]  # type, name, task id; newest first
+
+    def latest_task(self) -> str | None:
+        """The task the conversation was last about: the latest message or reply that went
+        to a task, else the task of the latest work."""
+        for _, _, task in reversed(self.said):
+            if task:
+                return task
+        return next((task for _, _, task in self.made if task), None)
+
+
+def _talk(block: str) -> _Talk:
+    talk = _Talk([], [])
+    for line in block.splitlines():
+        if m := _MADE.match(line):
+            talk.made.append((m.group(1), m.group(2), m.group(3)))
+        elif m := _SAID.match(line):
+            talk.said.append((m.group(1), m.group(3), m.group(2)))
+    return talk
+
+
+def _read(request: ModelRequest) -> tuple[str, list[_Cand], bool, _Talk]:
     last = request.messages[-1] if request.messages else None
     texts = [b.text for b in (last.content if last else []) if isinstance(b, TextBlock)]
     person = " ".join(t for t in texts if not t.startswith(MARK))
+    duplicate_check = any(t.startswith(f"{MARK} {DUPLICATE_CHECK}") for t in texts)
+    listed = (f"{MARK} {CANDIDATES}", f"{MARK} {DUPLICATE_CHECK}")
     cands = [
         c
         for t in texts
-        if t.startswith(MARK)
+        if t.startswith(listed)
         for line in t.splitlines()
         if line.startswith("- ") and (c := _parse(line)) is not None
     ]
-    duplicate_check = any(t.startswith(f"{MARK} {DUPLICATE_CHECK}") for t in texts)
-    return person, cands, duplicate_check
+    talk = next((_talk(t) for t in texts if t.startswith(f"{MARK} {CONVERSATION}")), None)
+    return person, cands, duplicate_check, talk or _Talk([], [])
 
 
 def _respond(request: ModelRequest, payload: dict[str, object]) -> ModelResponse:
@@ -120,7 +154,11 @@ def multipart_work(text: str, rec: Recognition) -> bool:
     return rec.intent == "multipart" or rec.scores["multipart"] >= MULTIPART_TOO or several
 
 
-def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str, object]:
+def _decide(
+    text: str, cands: list[_Cand], rec: Recognition | None, recent: str | None = None
+) -> dict[str, object]:
+    """`recent`: the task the conversation was last about; a follow-up that names no work
+    continues it."""
     intent = rec.intent if rec else None
     if m := _TASK_ID.search(text):
         return {"decision": "existing", "task_id": m.group(0), "reason": "task named"}
@@ -149,9 +187,13 @@ def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str,
         # Turning an earlier image into a video is new work with a reference.
         return {"decision": "lightweight", "reason": "a new generation"}
     if ties and (followup or deictic or best >= 2):
+        if recent in {c.task_id for c in ties}:
+            return {"decision": "existing", "task_id": recent, "reason": "the conversation's"}
         if len(ties) == 1:
             return {"decision": "existing", "task_id": ties[0].task_id, "reason": "matches"}
         return {"decision": "clarify", "candidate_ids": [c.task_id for c in ties]}
+    if followup and recent in {c.task_id for c in cands} and not best:
+        return {"decision": "existing", "task_id": recent, "reason": "the conversation's"}
     if followup and cands:
         by_age = sorted(cands, key=lambda c: c.age_s)
         first = by_age[0]
@@ -165,17 +207,55 @@ def _decide(text: str, cands: list[_Cand], rec: Recognition | None) -> dict[str,
 
 
 def route(request: ModelRequest) -> ModelResponse:
-    text, cands, duplicate_check = _read(request)
+    text, cands, duplicate_check, talk = _read(request)
     lang = detect_language(text)
     if duplicate_check:
         payload = _decide_duplicate(cands)
     else:
         rec = recognise(text) if text.strip() else None
-        payload = _decide(text, cands, rec)
+        payload = _decide(text, cands, rec, talk.latest_task())
         if payload["decision"] == "answer":
-            payload["answer"] = main_answer(text, request, lang, rec.intent if rec else None)
+            intent = rec.intent if rec else None
+            if intent in ("question", None) and text.strip() and asks_about_conversation(text):
+                payload["answer"] = conversation_answer(talk, lang)
+            else:
+                payload["answer"] = main_answer(text, request, lang, intent)
     payload["language"] = lang
     return _respond(request, payload)
+
+
+def conversation_answer(talk: _Talk, lang: str) -> str:
+    """A question about the conversation, answered from what exists: the work by kind and
+    name, newest first (never an id); else what was asked for and is not finished yet."""
+    de = lang == "de"
+    if talk.made:
+        counts = Counter((kind, name) for kind, name, _ in talk.made)  # newest first
+        names = [_pieces(n, kind, name, lang) for (kind, name), n in counts.items()]
+        head = "Zuletzt habe ich gemacht: " if de else "Lately I made "
+        return head + ", ".join(names) + "."
+    asked = [text for who, text, _ in talk.said if who == "person"]
+    if asked:
+        if de:
+            return f"Noch ist nichts fertig. Zuletzt hast du gefragt: {_quoted(asked[-1], de)}."
+        return f"Nothing is finished yet. The latest you asked for: {_quoted(asked[-1], de)}."
+    return say("nothing_yet", lang)
+
+
+_PLURAL_DE = {"Bild": "Bilder", "3D-Modell": "3D-Modelle", "Video": "Videos", "Audio": "Audios"}
+
+
+def _pieces(n: int, kind: str, name: str, lang: str) -> str:
+    word, de = kind_word(kind, lang), lang == "de"
+    if n == 1:
+        return f"{'das' if de else 'the'} {word} {_quoted(name, de)}"
+    if de:
+        return f"{n} {_PLURAL_DE.get(word, word)} für {_quoted(name, de)}"
+    return f"{n} {word}s for {_quoted(name, de)}"
+
+
+def _quoted(text: str, de: bool) -> str:
+    text = _TASK_ID.sub("", text).strip()
+    return f"„{text}“" if de else f"“{text}”"
 
 
 def main_answer(text: str, request: ModelRequest, lang: str, intent: str | None) -> str:

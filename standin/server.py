@@ -349,6 +349,28 @@ def message_body(response: ModelResponse, model: str, usage: CacheUsage) -> dict
     }
 
 
+def beta_refusal(body: Any, request: Request) -> str | None:
+    """What an API without the deferred-tools beta says to a request that uses it."""
+    beta = request.headers.get("anthropic-beta", "")
+    if beta:
+        return f"Unexpected value(s) `{beta}` for the `anthropic-beta` header."
+    tools = body.get("tools") if isinstance(body, dict) else None
+    for i, t in enumerate(tools if isinstance(tools, list) else []):
+        if isinstance(t, dict) and "defer_loading" in t:
+            return f"tools.{i}.custom.defer_loading: Extra inputs are not permitted"
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for m in messages if isinstance(messages, list) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        for b in content if isinstance(content, list) else []:
+            inner = b.get("content") if isinstance(b, dict) else None
+            if any(
+                isinstance(c, dict) and c.get("type") == "tool_reference"
+                for c in (inner if isinstance(inner, list) else [])
+            ):
+                return "messages: tool_reference blocks need the advanced tool use beta"
+    return None
+
+
 def create_standin_app(responder: Responder) -> FastAPI:
     """A FastAPI app serving POST /v1/messages from ``responder``.
 
@@ -364,6 +386,9 @@ def create_standin_app(responder: Responder) -> FastAPI:
     app.state.prompt_cache = {}
     app.state.min_cache_tokens = 0
     app.state.stream_delay = 0.0  # seconds between streamed events (a slow model)
+    # Fault switch: answer like an API that does not know the deferred-tools beta (400 on
+    # the beta header, on `defer_loading` and on `tool_reference`).
+    app.state.refuse_betas = False
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -379,6 +404,8 @@ def create_standin_app(responder: Responder) -> FastAPI:
         app.state.betas.append(request.headers.get("anthropic-beta", ""))
         if not request.headers.get("x-api-key"):
             return _error(401, "authentication_error", "x-api-key header is required")
+        if app.state.refuse_betas and (refusal := beta_refusal(body, request)):
+            return _error(400, "invalid_request_error", refusal)
         try:
             model_request = model_request_from_body(body, request.headers.get(PURPOSE_HEADER))
             check_cache_markup(body)

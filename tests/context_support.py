@@ -216,7 +216,10 @@ async def context_run(
     app = create_standin_app(policy)
     app.state.min_cache_tokens = min_cache_tokens
     with ThreadServer(app) as srv:
-        provider = AnthropicProvider(api_key="test-key", model="claude-test", base_url=srv.url)
+        # The deferred-tools path itself is what these tests measure.
+        provider = AnthropicProvider(
+            api_key="test-key", model="claude-test", base_url=srv.url, deferred_tools=True
+        )
         deps = ToolDeps(db=db, http=http, assets=AssetStore(tmp / "assets"), settings=settings)
         tools = build_tools(deps) | {"export_log": ExportLog()}
         async with db.session() as s:

@@ -249,6 +249,7 @@ class _Settings:
     anthropic_model: str = "claude-test"
     anthropic_base_url: str | None = None
     offline_stream_chars_per_second: float = 0.0
+    anthropic_deferred_tools: bool = False
 
 
 def test_build_provider() -> None:
