@@ -174,11 +174,15 @@ def text(reply: str) -> ModelResponse:
 def last_tool_results(request: ModelRequest) -> list[str]:
     """The results of the model's latest calls. A domain tool called while its domain was
     not loaded is followed by the runtime's own load (a result carrying only tool
-    references), so the latest results are not always in the last message."""
+    references, or with plain tool lists the note "Loaded tools: ..."), so the latest
+    results are not always in the last message."""
     from llm.types import ToolResultBlock
 
+    def own_load(b: ToolResultBlock) -> bool:
+        return bool(b.tool_refs) or b.content.startswith("Loaded tools: ")
+
     for m in reversed(request.messages):
-        found = [b.content for b in m.content if isinstance(b, ToolResultBlock) and not b.tool_refs]
+        found = [b.content for b in m.content if isinstance(b, ToolResultBlock) and not own_load(b)]
         if found:
             return found
     return []

@@ -39,6 +39,7 @@ ID_KINDS = {
     "memory_id": "memory",
     "run_id": "run",
     "token_id": "token",
+    "payment_id": "payment",
 }
 LIST_IDS = {"attachments": "object"}  # body lists of ids
 
@@ -158,8 +159,18 @@ async def _ids_of_a(st: Stack) -> dict[str, list[str]]:
             await s.scalars(select(MessageRow.id).where(MessageRow.user_id == st.user_id))
         )
     token = (await api.post("/v1/tokens", json={"name": "a's script"}, headers=auth)).json()
+    r = await api.post("/v1/budget/top-ups", json={"amount_cents": 500}, headers=auth)
+    assert r.status_code in (200, 201, 202), r.text
+    payment = r.json()["payment_id"]
+
+    async def paid() -> bool:  # the deposit lands before B probes, not during
+        got = await api.get(f"/v1/budget/top-ups/{payment}", headers=auth)
+        return bool(got.json()["status"] == "succeeded")
+
+    await eventually(paid, within=60)
     return {
         "token": [token["token_id"]],
+        "payment": [payment],
         "task": [task["task_id"]],
         "message": messages,
         "card": [card],

@@ -29,12 +29,17 @@ CLEAN = DATA / "heldout_intents_v2.jsonl"
 SETS = [pytest.param(HELDOUT, id="v1-seen"), pytest.param(CLEAN, id="v2-clean")]
 
 
+# The sets were written before tuning and stay as written. "move" (a message meant for
+# another task) was added after them: tests/test_standin_intents.py covers it instead.
+HELD_OUT_INTENTS = [i for i in INTENTS if i != "move"]
+
+
 @pytest.mark.parametrize("path", SETS)
 def test_heldout_set_is_big_bilingual_and_apart_from_the_examples(path: Path) -> None:
     rows = read_rows(path)
     assert len(rows) >= 120
-    assert {r["intent"] for r in rows} == set(INTENTS)
-    for intent in INTENTS:
+    assert {r["intent"] for r in rows} == set(HELD_OUT_INTENTS)
+    for intent in HELD_OUT_INTENTS:
         langs = [r["lang"] for r in rows if r["intent"] == intent]
         assert langs.count("en") >= 4 and langs.count("de") >= 4, intent
     # The labels are the writer's; the closed-class language guess may miss a few words of

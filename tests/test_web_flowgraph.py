@@ -68,7 +68,7 @@ def _fits(page: Any, width: int) -> None:
 
 
 def _open_flow(page: Any, flow: str) -> Any:
-    page.locator(f".objects [data-object-id={flow}] button").click()
+    page.locator(f".objects [data-object-id={flow}] button.link").click()
     graph = page.locator(".editor svg.fg-svg")
     expect(graph).to_be_visible()
     return graph

@@ -14,8 +14,9 @@ from temporalio import workflow
 from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.task import TaskWorkflow
     from workflows.types import TaskInput
+
+from workflows.task import TaskWorkflow
 
 
 @workflow.defn(name="TaskWorkflow", versioning_behavior=VersioningBehavior.PINNED)

@@ -17,11 +17,13 @@ from temporalio.common import VersioningBehavior
 with workflow.unsafe.imports_passed_through():
     from activities.flow_types import FlowRunInput
     from memory.types import MemoryInput
-    from workflows.flow_run import FlowRunWorkflow
-    from workflows.main_thread import MainThreadWorkflow
-    from workflows.memory import MemoryWorkflow
-    from workflows.task import TaskWorkflow
     from workflows.types import MainThreadInput, TaskInput
+
+# Loaded in the sandbox like any workflow module (their own pass-through imports with them).
+from workflows.flow_run import FlowRunWorkflow
+from workflows.main_thread import MainThreadWorkflow
+from workflows.memory import MemoryWorkflow
+from workflows.task import TaskWorkflow
 
 PINNED = VersioningBehavior.PINNED
 AUTO_UPGRADE = VersioningBehavior.AUTO_UPGRADE
