@@ -78,10 +78,8 @@ def results(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _shot(w: PageWatch, tmp_path: Path, step: str) -> Path:
-    w.shot += 1
-    path = tmp_path / f"{w.name}-{w.shot:02d}-{step}.png"
-    w.page.screenshot(path=str(path), full_page=True)
-    return path
+    """Kept with the other screens' shots in test-artifacts/web/."""
+    return w.screenshot(step)
 
 
 def _fits(page: Any, width: int) -> None:
