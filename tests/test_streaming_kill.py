@@ -81,13 +81,16 @@ async def test_worker_killed_mid_stream(
 
     events = await _events(db, user)
     deltas = [e.data for e in events if e.type == DELTA_EVENT]
-    assert {d["attempt"] for d in deltas} == {1, 2}, deltas  # the killed attempt, the retry
+    # The killed attempt, then the retry (on a loaded machine a retry can itself outlive
+    # its heartbeat lease once more: any later attempt follows the same rule).
+    attempts = sorted({d["attempt"] for d in deltas})
+    assert attempts[:2] == [1, 2], deltas
     first_text = "".join(d["text"] for d in deltas if d["attempt"] == 1)
     assert 0 < len(first_text) < len(LONG)  # the first attempt was cut off mid-stream
-    # The page's rule: the retry's draft replaces the partial text (the final text, whole,
-    # then replaces the draft).
-    second_text = "".join(d["text"] for d in deltas if d["attempt"] == 2)
-    assert shown_text(deltas) == second_text and LONG.startswith(second_text)
+    # The page's rule: the latest attempt's draft replaces the partial text (the final
+    # text, whole, then replaces the draft).
+    last_text = "".join(d["text"] for d in deltas if d["attempt"] == attempts[-1])
+    assert shown_text(deltas) == last_text and LONG.startswith(last_text)
     assert [e.data["text"] for e in events if e.type == "task.reply"] == [LONG]  # once
 
     # The AG-UI client's view of the same log: every piece of text once, in order.
