@@ -144,11 +144,11 @@ class StepStore:
         async with self.backend.transaction() as batch:
             if running is not None and not self.pipelined:
                 rings |= await write_changes(batch, running, at, self.pipelined)
-            writes = _step_writes(rec)
+            marks, rest = _step_writes(rec)
             reads = _facts_reads(rec.task_id) if rec.turn_facts else []
-            got = await batch(*lead, *writes, *reads, commit=True)
+            got = await batch(*marks, *lead, *rest, *reads, commit=True)
         if running is not None and lead:
-            rings |= status_changed(got[: len(lead)], running, False)
+            rings |= status_changed(got[len(marks) : len(marks) + len(lead)], running, False)
         if rec.reply:
             rings.add(rec.user_id)
         ring(rings, self.db.relay)
@@ -328,7 +328,12 @@ def _fill_window(
     data.calls = sorted(calls, key=lambda c: call_order(c.call_id))
 
 
-def _step_writes(rec: StepRecord) -> list[Query]:
+def _step_writes(rec: StepRecord) -> tuple[list[Query], list[Query]]:
+    """The step's row with its messages marked, then the rest. A pipelined status change
+    goes between them: the message rows are locked before the person's event counter
+    (the order every writer of both keeps: taking, withdrawing and moving a message, so
+    none of them deadlock), and the status is written before the task's new turn, which
+    its condition reads."""
     key = {"p_task": rec.task_id, "p_turn": rec.turn, "p_step": rec.step, "p_at": rec.at}
     writes = [
         Query(
@@ -341,17 +346,17 @@ def _step_writes(rec: StepRecord) -> list[Query]:
             },
         ),
         Query(st.MARK_PROCESSED, {**key, "p_ids": rec.message_ids}),
-        Query(st.TASK_TURN, key),
     ]
+    rest = [Query(st.TASK_TURN, key)]
     for c in rec.calls:
         values = {"p_id": c.call_id, "p_use": c.tool_use_id, "p_name": c.name, "p_input": c.input}
-        writes.append(Query(st.PLAN_CALL, {**values, "p_task": rec.task_id, "p_at": rec.at}))
+        rest.append(Query(st.PLAN_CALL, {**values, "p_task": rec.task_id, "p_at": rec.at}))
     if rec.reply:
         reply = {"task_id": rec.task_id, "text": rec.reply, "turn": rec.turn, "step": rec.step}
-        writes += event_queries(rec.user_id, "task.reply", reply, rec.at)
+        rest += event_queries(rec.user_id, "task.reply", reply, rec.at)
     # Which memory versions this output drew on: forgetting one excludes it.
-    writes += usage_queries(rec.task_id, rec.turn, rec.step, rec.memory_versions, rec.at)
-    return writes
+    rest += usage_queries(rec.task_id, rec.turn, rec.step, rec.memory_versions, rec.at)
+    return writes, rest
 
 
 def _facts_reads(task_id: str) -> list[Query]:

@@ -84,7 +84,8 @@ async def move_message(
             raise InvalidInput(f"message {message_id} is already in task {body.task_id}")
         source, copy_id = old.task_id, new_id("msg")
         # The message's row first, then the copy and the events (the person's event
-        # counter): the order a model step taking it locks them in, so no deadlock.
+        # counter): the order every writer of both keeps, a step taking the message or
+        # committing it as processed among them (tests/test_lock_order.py).
         if not await mark_moved(s, old, copy_id):
             raise _not_open(old)
         read = was_read(old)
