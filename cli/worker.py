@@ -11,6 +11,7 @@ import uvloop
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.registry import build_activities
 from lomo import telemetry
@@ -26,6 +27,32 @@ from workflows.versioned import VERSIONED
 
 log = logging.getLogger(__name__)
 WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow, FlowRunWorkflow]
+# The project's packages a workflow reaches. None keeps mutable module state a run could
+# leak to another, so all runs share one import of them instead of each run executing
+# its own copy in the sandbox (docs/benchmarks.md, "Parked tasks"). The sandbox still
+# guards determinism where it matters: tests/test_replay.py replays every workflow's
+# histories under the SDK's default, strict runner.
+OWN_PACKAGES = (
+    "workflows",
+    "activities",
+    "memory",
+    "lomo",
+    "flows",
+    "money",
+    "routing",
+    "workspace",
+    "context",
+    "journal",
+    "tools",
+    "llm",
+    "vectors",
+    "standin",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*OWN_PACKAGES)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 def deployment(settings: Settings) -> WorkerDeploymentConfig | None:
@@ -46,6 +73,7 @@ def make_worker(
         workflows=workflows or (VERSIONED if settings.worker_build_id else WORKFLOWS),
         activities=activities,
         deployment_config=deployment(settings),
+        workflow_runner=workflow_runner(),
     )
 
 
