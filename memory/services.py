@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,7 +25,8 @@ from vectors.embeddings import Embedder, get_embedder
 KEYWORD_FIELDS = ("user_id", "visibility", "memory_id")
 # Query vectors kept per process: a step without new words searches with its task's goal
 # alone, the same text at every step after a tool call (an embedding is a pure function of
-# the text; the default model spends ~2.5 ms of CPU on one).
+# the text; the default model spends ~2.5 ms of CPU on one). Kept as arrays of doubles,
+# the same values in a quarter of a list's memory (4 KB instead of 16 KB at 512 dimensions).
 QUERY_CACHE = 256
 
 
@@ -40,7 +42,7 @@ class MemoryServices:
     collection: str = ""
     _ready: bool = field(default=False, init=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
-    _queries: OrderedDict[str, list[float]] = field(default_factory=OrderedDict, init=False)
+    _queries: OrderedDict[str, array[float]] = field(default_factory=OrderedDict, init=False)
     _queries_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
@@ -63,9 +65,10 @@ class MemoryServices:
         """The query's embedding if it was embedded lately."""
         with self._queries_lock:
             vec = self._queries.get(query)
-            if vec is not None:
-                self._queries.move_to_end(query)
-            return vec
+            if vec is None:
+                return None
+            self._queries.move_to_end(query)
+        return vec.tolist()
 
     def query_vector(self, query: str) -> list[float]:
         """The query's embedding, from the cache or embedded now (blocking: call it off the
@@ -75,7 +78,7 @@ class MemoryServices:
             return vec
         vec = self.embedder.embed([query])[0]
         with self._queries_lock:
-            self._queries[query] = vec
+            self._queries[query] = array("d", vec)
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)
         return vec

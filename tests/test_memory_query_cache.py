@@ -52,6 +52,8 @@ async def test_the_cache_keeps_only_the_latest_queries(
     for q in ("a", "b", "c", "a", "d"):  # "a" used again: "b" is the oldest when "d" comes
         svc.query_vector(q)
     assert emb.texts == ["a", "b", "c", "d"]
+    assert svc.query_vector("d") == FakeEmbedder().embed(["d"])[0]  # a hit: the same floats
+    assert emb.texts == ["a", "b", "c", "d"]
     svc.query_vector("b")
     svc.query_vector("a")
     assert emb.texts == ["a", "b", "c", "d", "b"]
