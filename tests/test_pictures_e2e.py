@@ -65,7 +65,13 @@ async def test_an_attachment_reaches_the_models_request(
                 body = await eventually(seen, within=60)
                 m = (await st.api.get(f"/v1/messages/{mid}", headers=st.auth)).json()
                 task_id = m["routing"]["task_id"]
-                context = (await st.api.get(f"/v1/tasks/{task_id}/context", headers=st.auth)).json()
+
+                async def stored() -> Any:
+                    # The step's context is stored with its commit, after the model answered.
+                    r = await st.api.get(f"/v1/tasks/{task_id}/context", headers=st.auth)
+                    return r.json() if r.status_code == 200 else None
+
+                context = await eventually(stored, within=60)
                 history = await _history(temporal_client, st.settings.task_queue)
         finally:
             await provider.aclose()
