@@ -335,7 +335,7 @@ def _step_writes(rec: StepRecord) -> tuple[list[Query], list[Query]]:
     none of them deadlock), and the status is written before the task's new turn, which
     its condition reads."""
     key = {"p_task": rec.task_id, "p_turn": rec.turn, "p_step": rec.step, "p_at": rec.at}
-    writes = [
+    marks = [
         Query(
             st.STORE_STEP,
             {
@@ -356,7 +356,7 @@ def _step_writes(rec: StepRecord) -> tuple[list[Query], list[Query]]:
         rest += event_queries(rec.user_id, "task.reply", reply, rec.at)
     # Which memory versions this output drew on: forgetting one excludes it.
     rest += usage_queries(rec.task_id, rec.turn, rec.step, rec.memory_versions, rec.at)
-    return writes, rest
+    return marks, rest
 
 
 def _facts_reads(task_id: str) -> list[Query]:

@@ -112,7 +112,7 @@ async def test_a_step_loads_its_task_and_commits_its_record_once(db: Database) -
     counted.batches = 0
     assert await store.commit_step(record) is None
     if db.engine.dialect.name == "postgresql":
-        assert counted.batches == 1  # the status leads the step's writes in one round trip
+        assert counted.batches == 1  # the status and the step's writes in one round trip
     # The status and then the reply, each an event of the person's, in that order.
     events = await _events(db, user)
     assert [(seq, t) for seq, t, _ in events] == [(1, "task.status"), (2, "task.reply")]
