@@ -44,7 +44,7 @@ async def write_changes(
 
 def pipelined_status(change: StatusChange, at: datetime, check_task: bool = False) -> list[Query]:
     """Postgres: the change and its event as statements to send in one batch (a step's
-    commit leads its own with them); `status_changed` reads their rows."""
+    commit sends them after marking its messages); `status_changed` reads their rows."""
     params, data = _values(change, at)
     event = {"p_type": "task.status", "p_data": data, "p_ev_at": at}
     cte = Query(st.status_with_event(*_shape(change)), {**params, **event})

@@ -68,8 +68,8 @@ async def mark_handed(db: Database, *message_ids: str) -> None:
         delivered = [(m, u, t) for m, u, t, direct in sorted(got.all()) if direct and t]
     if not delivered:
         return
-    # Their own transaction: a model step commits its person's event counter before its
-    # messages, and these rows' locks held while waiting for that counter could deadlock.
+    # Their own transaction: the rows' locks are gone before the person's event counter
+    # is waited for, so a burst of marks never holds messages a step's commit must mark.
     async with db.session() as s:
         for mid, user_id, task_id in delivered:
             data = {"message_id": mid, "task_id": task_id}
