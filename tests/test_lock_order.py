@@ -10,7 +10,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from context.segments import ContextPolicy
 from journal.marks import take_messages
@@ -77,5 +77,5 @@ async def test_a_move_racing_the_step_commit_of_its_message_does_not_deadlock(
         moved = await s.get(MessageRow, mid)
         assert moved is not None and moved.moved_to == "msg_elsewhere"
         assert moved.processed_turn == 1
-        types = list(await s.scalars(Event.__table__.select().with_only_columns(Event.type)))
+        types = list(await s.scalars(select(Event.type)))
     assert "message.moved" in types and "task.reply" in types and "task.status" in types

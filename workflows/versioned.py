@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from memory.types import MemoryInput
     from workflows.types import MainThreadInput, TaskInput
 
-# Loaded in the sandbox like any workflow module (their own pass-through imports with them).
+# The parents' modules, which the worker passes through the sandbox (cli/worker.py).
 from workflows.flow_run import FlowRunWorkflow
 from workflows.main_thread import MainThreadWorkflow
 from workflows.memory import MemoryWorkflow
