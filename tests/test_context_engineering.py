@@ -94,9 +94,16 @@ async def test_long_task_keeps_its_prefix_loads_domains_pages_outputs_and_summar
         async with run.db.session() as s:
             calls = {
                 c.call_id: c
-                for c in await s.scalars(select(ToolCall).where(ToolCall.task_id == run.task_id))
+                for c in await s.scalars(
+                    # In the order they were made: Postgres returns updated rows in any order.
+                    select(ToolCall)
+                    .where(ToolCall.task_id == run.task_id)
+                    .order_by(ToolCall.created_at, ToolCall.call_id)
+                )
             }
-            outputs = list(await s.scalars(select(ToolOutput)))
+            outputs = list(
+                await s.scalars(select(ToolOutput).order_by(ToolOutput.created_at, ToolOutput.id))
+            )
             msgs = {m.id: m for m in await s.scalars(select(MessageRow))}
             segments = list(
                 await s.scalars(select(ContextSegment).order_by(ContextSegment.segment))
