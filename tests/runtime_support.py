@@ -11,9 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
 from temporalio.client import Client, WorkflowHandle
 
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from lomo import clock
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task
@@ -66,6 +68,12 @@ async def start_task(
         id=f"task:{task_id}",
         task_queue=task_queue,
     )
+    # The workflow has the message: the mark the api writes after a hand-off, so the
+    # api's relay does not hand it over (and announce it) again half a minute later.
+    async with db.session() as s:
+        await s.execute(
+            update(MessageRow).where(MessageRow.id == mid).values(handed_at=clock.now())
+        )
     return task_id, handle
 
 

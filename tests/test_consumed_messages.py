@@ -156,6 +156,10 @@ async def test_an_ended_task_is_not_started_again_for_a_message_it_read(
         assert await handle.result() == "completed"
         assert await _steps(st, tid) == 1
         _stale_relay(monkeypatch)
+        async with st.db.session() as s:
+            await s.execute(
+                update(MessageRow).where(MessageRow.task_id == tid).values(handed_at=None)
+            )
         settings = st.settings.model_copy(update={"handoff_relay_seconds": 0.0})
         assert await relay_once(st.db, temporal_client, settings) == 1
 
