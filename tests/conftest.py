@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 # As cli/main.py does, before anything loads numpy: the api, worker and simulator share
 # this process here, and OpenBLAS's fork handler hung the simulator's ffmpeg spawn while a
@@ -27,6 +28,7 @@ from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
 from lomo.temporal import start_dev_server
 from tests.helpers import free_port
+from tests.web_support import chromium
 
 CONTINUE_AS_NEW_KEY = "limit.historyCount.suggestContinueAsNew"
 CONTINUE_AS_NEW_AFTER_EVENTS = 400
@@ -126,3 +128,10 @@ async def db(db_url: str) -> AsyncIterator[Database]:
 
 def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload, no-any-return]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium for one module's web tests (started only where a test asks)."""
+    with chromium() as b:
+        yield b

@@ -21,8 +21,8 @@ import httpx
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import all_events, start_up, stop_up, until, up_env
-from tests.web_support import api_client, browser_page, chromium, open_app
+from tests.up_support import all_events, running_up, until, up_env
+from tests.web_support import api_client, browser_page, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -44,23 +44,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         # Slow enough that a reply is seen arriving in pieces.
         LOMO_OFFLINE_STREAM_CHARS_PER_SECOND="40",
     )
-    proc, st = start_up(data_dir, env)
-    st["data_dir"] = data_dir
-    try:
+    with running_up(data_dir, env) as st:
+        st["data_dir"] = data_dir
         yield st
-    finally:
-        stop_up(proc, st)
 
 
 def _say(page: Any, text: str) -> None:
     page.locator("form.entry textarea").fill(text)
     page.locator("form.entry button[type=submit]").click()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def test_wrong_and_expired_tokens_show_the_sign_in_page(

@@ -15,8 +15,8 @@ from typing import Any
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import start_up, stop_up, until, up_env
-from tests.web_support import AXE, PageWatch, api_client, audit, chromium, open_app
+from tests.up_support import running_up, until, up_env
+from tests.web_support import AXE, PageWatch, api_client, audit, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -47,18 +47,8 @@ HIDDEN = """(() => {
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    data_dir = tmp_path_factory.mktemp("web-attention") / "data"
-    proc, st = start_up(data_dir, up_env())
-    try:
+    with running_up(tmp_path_factory.mktemp("web-attention") / "data", up_env()) as st:
         yield st
-    finally:
-        stop_up(proc, st)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @contextmanager

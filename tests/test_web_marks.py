@@ -11,8 +11,8 @@ from typing import Any
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import start_up, stop_up, until, up_env
-from tests.web_support import api_client, audit, browser_page, chromium, open_app
+from tests.up_support import running_up, until, up_env
+from tests.web_support import api_client, audit, browser_page, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -20,12 +20,10 @@ expect = sync_api.expect
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    data_dir = tmp_path_factory.mktemp("web-marks") / "data"
-    proc, st = start_up(data_dir, up_env(LOMO_GENERATION_WAIT_SECONDS="3"))
-    try:
+    with running_up(
+        tmp_path_factory.mktemp("web-marks") / "data", up_env(LOMO_GENERATION_WAIT_SECONDS="3")
+    ) as st:
         yield st
-    finally:
-        stop_up(proc, st)
 
 
 def _task_of(st: dict[str, Any], words: str) -> str:
@@ -46,14 +44,10 @@ def _reply(page: Any, words: str) -> Any:
     return line
 
 
-def test_marks_withdraw_and_move_in_a_task(stack: dict[str, Any]) -> None:
+def test_marks_withdraw_and_move_in_a_task(browser: Any, stack: dict[str, Any]) -> None:
     posters = _task_of(stack, "Make me a series of retro-style brand posters")
     logo = _task_of(stack, "Design a logo for my bakery")
-    with (
-        chromium() as browser,
-        browser_page(browser, "marks", axe=True) as w,
-        api_client(stack) as api,
-    ):
+    with browser_page(browser, "marks", axe=True) as w, api_client(stack) as api:
         page = w.page
         open_app(page, stack)
         row = page.locator(".task-list li", has_text="retro-style brand posters")

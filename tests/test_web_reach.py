@@ -13,8 +13,8 @@ from typing import Any
 import playwright.sync_api as sync_api
 import pytest
 
-from tests.up_support import start_up, stop_up, up_env
-from tests.web_support import PageWatch, api_client, audit, browser_page, chromium, open_app
+from tests.up_support import running_up, up_env
+from tests.web_support import PageWatch, api_client, audit, browser_page, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -24,14 +24,12 @@ POSTERS = "Make me a series of retro-style brand posters for a {subject}"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    data_dir = tmp_path_factory.mktemp("web-reach") / "data"
     # Slow enough that a reply is seen arriving in pieces.
-    env = up_env(LOMO_OFFLINE_STREAM_CHARS_PER_SECOND="40")
-    proc, st = start_up(data_dir, env)
-    try:
+    with running_up(
+        tmp_path_factory.mktemp("web-reach") / "data",
+        up_env(LOMO_OFFLINE_STREAM_CHARS_PER_SECOND="40"),
+    ) as st:
         yield st
-    finally:
-        stop_up(proc, st)
 
 
 def _ask_for_posters(page: Any, subject: str) -> Any:
@@ -79,12 +77,6 @@ def test_each_screen_fits_and_passes_axe(browser: Any, stack: dict[str, Any], wi
         for screen, a in audits.items()
     }
     assert not any(bad.values()), bad
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def test_reply_in_the_task_streams_there_and_a_card_is_revised_in_words(

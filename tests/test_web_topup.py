@@ -12,8 +12,8 @@ import playwright.sync_api as sync_api
 import pytest
 
 from tests.test_web_reach import _fits
-from tests.up_support import start_up, stop_up, up_env
-from tests.web_support import api_client, audit, browser_page, chromium, open_app
+from tests.up_support import running_up, up_env
+from tests.web_support import api_client, audit, browser_page, open_app
 
 pytestmark = pytest.mark.slow
 expect = sync_api.expect
@@ -21,18 +21,8 @@ expect = sync_api.expect
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    data_dir = tmp_path_factory.mktemp("web-topup") / "data"
-    proc, st = start_up(data_dir, up_env())
-    try:
+    with running_up(tmp_path_factory.mktemp("web-topup") / "data", up_env()) as st:
         yield st
-    finally:
-        stop_up(proc, st)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def _serious(report: dict[str, Any]) -> list[Any]:

@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,18 @@ def stop_up(proc: subprocess.Popen[bytes], stack: dict[str, Any]) -> None:
         # A zombie that is already reaped by init is fine; a live child is not.
         status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
         assert "zombie" in status or not status, f"{name} (pid {pid}) still running"
+
+
+@contextmanager
+def running_up(
+    data_dir: Path, env: dict[str, str], *args: str, within: float = 120
+) -> Iterator[dict[str, Any]]:
+    """`lomo up` for the block (see `start_up`), stopped and checked gone after it."""
+    proc, stack = start_up(data_dir, env, *args, within=within)
+    try:
+        yield stack
+    finally:
+        stop_up(proc, stack)
 
 
 def all_events(api: httpx.Client) -> list[dict[str, Any]]:
