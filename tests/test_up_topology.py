@@ -26,7 +26,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.conftest import _drop_pg, _fresh_pg_url, _pg_available
-from tests.up_support import start_up, stop_up, until, up_env
+from tests.up_support import running_up, until, up_env
 
 pytestmark = pytest.mark.slow
 
@@ -101,8 +101,7 @@ def test_two_workers_two_apis_share_memory_and_survive_a_worker(
         LOMO_MEMORY_PROFILE_ITEMS="0",
     )
     # Seven processes start on a shared 2-core machine: more time than one of each needs.
-    proc, stack = start_up(data_dir, env, "--workers", "2", "--apis", "2", within=300)
-    try:
+    with running_up(data_dir, env, "--workers", "2", "--apis", "2", within=300) as stack:
         assert {"temporal", "sim", "memory", "worker", "worker-2", "api", "api-2"} == set(
             stack["pids"]
         )
@@ -147,5 +146,3 @@ def test_two_workers_two_apis_share_memory_and_survive_a_worker(
             text = "\n".join(layer["text"] for layer in r.json()["layers"])
             assert "[runtime] memory: Usually likes warm pastel tones" in text, text[-2000:]
             assert "degraded: memory" not in text
-    finally:
-        stop_up(proc, stack)
