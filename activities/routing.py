@@ -26,6 +26,7 @@ from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
 from lomo.telemetry import MESSAGES_ROUTED
+from lomo.words import say
 from memory.context import exclusions
 from money.catalogue import catalogue_text
 from money.policy import set_autonomy
@@ -159,14 +160,7 @@ class RoutingActivities:
             msg = await s.get(MessageRow, msg_id)
             if msg is None or msg.user_id != inp.user_id:
                 return  # nothing of this person's to answer
-            de = detect_language(msg.text) == "de"
-            text = (
-                "Ich konnte diese Nachricht keiner Aufgabe zuordnen. Bitte noch einmal sagen "
-                "oder direkt in der Aufgabe schreiben."
-                if de
-                else "I could not tell where this message belongs. Please say it again, or "
-                "write in the task itself."
-            )
+            text = say("route.lost", detect_language(msg.text))
             await append_event(s, inp.user_id, "task.reply", {"message_id": msg.id, "text": text})
             plan = self._plan("answer", msg.id)
             await self._record(s, msg, plan, [], 0, key=inp.message_id)

@@ -1,0 +1,31 @@
+"""Every sentence Lomo shows a person, one catalogue per language.
+
+Code names a sentence by its key and passes the values it needs; the catalogue holds the
+words. `say("route.lost", "de")` gives the German sentence, any language without a
+catalogue gets English. Both catalogues hold the same keys with the same placeholders
+(checked by tests/test_words.py), so a sentence is never missing in one language.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lomo.words import de, en
+
+CATALOGUES: dict[str, dict[str, str]] = {"en": en.WORDS, "de": de.WORDS}
+DEFAULT_LANGUAGE = "en"
+
+
+class MissingWords(KeyError):
+    """A key that no catalogue holds: a programming error, raised loudly."""
+
+
+def say(key: str, language: str | None = None, **values: Any) -> str:
+    """The sentence `key` in `language` (English when the language has no catalogue),
+    with `values` put into its `{placeholders}`."""
+    words = CATALOGUES.get(language or DEFAULT_LANGUAGE, CATALOGUES[DEFAULT_LANGUAGE])
+    try:
+        template = words[key]
+    except KeyError:
+        raise MissingWords(key) from None
+    return template.format(**values) if values else template
