@@ -17,9 +17,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.routing_move import move_previous
+from cards.clarify import NEW_OPTION
+from cards.store import create_card
 from llm.types import ModelProvider, ModelRequest
 from lomo import clock as platform_clock
-from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow, Task, TaskObject
 from lomo.events import append_event
@@ -30,7 +31,6 @@ from lomo.words import say
 from memory.context import exclusions
 from money.catalogue import catalogue_text
 from money.policy import set_autonomy
-from routing.cards import NEW_OPTION
 from routing.conversation import recent_conversation
 from routing.deterministic import RESTARTABLE
 from routing.duplicates import likely_duplicates

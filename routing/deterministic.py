@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import get_card
+from cards.store import get_card
 from lomo.db.models import Task, TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 
