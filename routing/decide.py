@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from cards.clarify import NEW_OPTION, clarify_card, clip
+from cards.clarify import NEW_OPTION, clarify_card
 from lomo.db.models import Card, MessageRow, Task
 from lomo.events import append_event
 from lomo.states import CardAction, CardKind, TaskKind
@@ -18,6 +18,7 @@ from lomo.words import say
 from routing.errors import Unroutable
 from routing.plans import RouteContext, message, record, recorded
 from routing.policy import confirm_paid_calls, promotes
+from routing.prompt import clip
 from routing.text import detect_language
 from routing.types import MOVE, RoutePlan
 from tasks.lifecycle import create_task, followups, is_closed, promote, reopen
