@@ -39,6 +39,7 @@ from activities.flow_types import (
 )
 from activities.generation import GenerationActivities
 from activities.types import OrderRef
+from cards.store import create_card
 from flows import runs
 from flows.errors import FlowError
 from flows.graph import (
@@ -51,7 +52,6 @@ from flows.graph import (
     validate_graph,
 )
 from flows.models import FlowRun, FlowRunNode
-from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating

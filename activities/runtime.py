@@ -29,6 +29,7 @@ from activities.types import (
     TurnState,
     TurnStateInput,
 )
+from cards.store import create_card
 from context.build import BuiltContext, build_context
 from context.pictures import wanted
 from context.segments import ContextPolicy
@@ -50,7 +51,6 @@ from journal.types import (
 from llm.streaming import complete_streaming
 from llm.types import ModelProvider, ModelResponse
 from lomo import clock
-from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.heartbeat import heartbeating
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS

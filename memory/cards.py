@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import create_card
+from cards.store import create_card
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, NotFound
 from memory.models import Memory

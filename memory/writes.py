@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import select
 
+from cards.store import confirmed
 from llm.types import ModelProvider
 from lomo import clock
-from lomo.cards import confirmed
 from lomo.db.engine import Database
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import CardEffect, confirmed
+from cards.effects import CardEffect
+from cards.store import confirmed
 from lomo.db.models import Card
 from money.policy import approve_call, approve_plan
 

@@ -24,8 +24,8 @@ import httpx
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from cards.store import create_card
 from lomo import clock
-from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
 from lomo.ids import new_id

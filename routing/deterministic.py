@@ -9,13 +9,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import get_card
+from cards.store import get_card
 from lomo.db.models import Task, TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
-
-# A finished task takes a follow-up by being started again in place (the main thread does
-# that); these statuses end the task for good until the person reopens it.
-RESTARTABLE = ("completed", "failed")
+from lomo.states import TaskStatus
+from tasks.lifecycle import RESTARTABLE_TASK
 
 
 @dataclass
@@ -32,13 +30,13 @@ async def check_task(s: AsyncSession, user_id: str, task_id: str) -> Task:
     task = await s.get(Task, task_id)
     if task is None or task.user_id != user_id:
         raise NotFound(f"no task {task_id}")
-    if task.status == "archived":
+    if task.status == TaskStatus.ARCHIVED:
         raise Conflict(
             f"task {task_id} is archived; reopen it (POST /v1/tasks/{task_id}/resume) or send "
             "the message without a target to start something new",
             task_status="archived",
         )
-    if task.status == "stopped":
+    if task.status == TaskStatus.STOPPED:
         raise Conflict(
             f"task {task_id} was stopped and takes no messages; send the message without a "
             "target to start again",
@@ -83,4 +81,4 @@ async def resolve_target(
     if not task_id:
         return Target(None)
     task = await check_task(s, user_id, task_id)
-    return Target(task.id, restart=task.status in RESTARTABLE)
+    return Target(task.id, restart=task.status in RESTARTABLE_TASK)

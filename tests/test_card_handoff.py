@@ -25,8 +25,8 @@ import api.services.card_effects as card_effects
 import api.services.card_handoff as card_handoff
 from api.dispatch.memory import request_extraction
 from api.services.relay import relay_once
+from cards.store import create_card
 from lomo import clock
-from lomo.cards import create_card
 from lomo.db.models import Card, MessageRow
 from lomo.ids import new_id
 from tests.handoff_support import (

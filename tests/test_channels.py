@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import update
 from temporalio.client import Client
 
+from cards.store import create_card
 from lomo import clock
-from lomo.cards import create_card
 from lomo.db.models import ApiToken, Task
 from lomo.ids import new_id
 from tests.stack import Stack, running_stack

@@ -9,13 +9,14 @@ from typing import Any
 
 import httpx
 
-from lomo.cards import answer_card
+from cards.store import answer_card
+from checklist.items import load_items
 from lomo.db.engine import Database
 from lomo.db.models import Task
 from lomo.settings import Settings
 from tests.runtime_support import new_user
 from tools.base import ToolCallContext, ToolDeps
-from tools.checklist import AskPerson, UpdateChecklist, load_items
+from tools.checklist import AskPerson, UpdateChecklist
 from workspace.store import AssetStore, create_asset
 
 

@@ -22,8 +22,8 @@ from sqlalchemy import select
 import money.models  # noqa: F401  (create_all needs every area's tables)
 import routing.models  # noqa: F401
 import workspace.models  # noqa: F401
+from cards.store import answer_card, create_card
 from llm.types import ModelRequest, ModelResponse, ToolUseBlock
-from lomo.cards import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import Base
 from memory.forget import reachable

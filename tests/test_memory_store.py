@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from temporalio.exceptions import ApplicationError
 
-from lomo.cards import answer_card, create_card
+from cards.store import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, utcnow
 from lomo.db.pages import Page

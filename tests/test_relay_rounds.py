@@ -11,7 +11,7 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 import api.services.relay as relay
-from lomo.cards import answer_card, create_card
+from cards.store import answer_card, create_card
 from lomo.db.engine import Database
 from lomo.settings import Settings
 from tests.runtime_support import new_user

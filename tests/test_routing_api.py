@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import func, select
 from temporalio.client import Client
 
+from cards.store import create_card
 from lomo.auth import create_user
-from lomo.cards import create_card
 from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
 from lomo.ids import new_id
 from routing.models import RoutingRecord

@@ -20,9 +20,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from cards.store import confirmed, create_card
 from llm.types import ToolSpec
 from lomo import clock
-from lomo.cards import confirmed, create_card
 from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound

@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from lomo.cards import CardEffect, confirmed, create_card
+from cards.effects import CardEffect
+from cards.store import confirmed, create_card
 from lomo.db.models import Card
 from workspace.store import get_live, mark_deleted, purge_blobs
 

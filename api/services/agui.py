@@ -26,9 +26,9 @@ from api.services import cards, messages
 from api.services.agui_run import AgUiRun, ToolCallRow
 from api.services.card_effects import HandoffState
 from api.services.tasks import task_detail
+from cards.store import get_card
 from journal.statements import FINAL_CALL
 from lomo import clock
-from lomo.cards import get_card
 from lomo.db.models import Event, MessageRow, ToolCall, User
 from lomo.errors import InvalidInput
 from lomo.events import BELL, events_after

@@ -1,4 +1,4 @@
-"""Which area acts on which card kind (each area owns its effect; see lomo/cards.py).
+"""Which area acts on which card kind (each area owns its effect; see cards/effects.py).
 
 Effects that only touch the DB live with their area; the two that hand work to a workflow
 (clarify → the main thread, forget → the memory workflow) are composed here, since only
@@ -15,13 +15,14 @@ from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from api.dispatch import TemporalGetter
 from api.dispatch.memory import forget_and_wait, request_forget
 from api.dispatch.tasks import route_via_main
-from lomo.cards import CardEffect, confirmed
+from cards.effects import CardEffect
+from cards.store import confirmed
+from checklist.decisions import DECISION_EFFECT
 from lomo.db.engine import Database
 from lomo.db.models import Card
 from lomo.settings import Settings
 from memory.models import ForgetRecord
 from money.cards import PRICE_EFFECT
-from tools.checklist import DECISION_EFFECT
 from workspace.cards import DELETE_EFFECT
 from workspace.store import BlobStore
 

@@ -1,6 +1,6 @@
 """Cards: listing them, and the person's answer. An answer is routed by card id with no
-model call: it is recorded with its kind's in-transaction effect, then handed on to
-Temporal within a bound (`api/services/card_handoff.py`)."""
+model call: it is recorded with its kind's in-transaction effect (the cards room), then
+handed on to Temporal within a bound (`api/services/card_handoff.py`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from api.schemas.cards import CardActionIn, CardList, CardView
 from api.services.card_effects import EFFECTS, HandoffState
 from api.services.card_handoff import hand_on_bounded
 from api.services.pages import finish
-from lomo.cards import answer_card, card_view, get_card
+from cards.effects import record_answer
+from cards.store import get_card
+from cards.views import card_view
 from lomo.db.models import Card
 from lomo.db.pages import Page, by_creation
-from lomo.errors import Conflict, Forbidden
+from lomo.errors import Conflict
 
 
 async def list_cards(
@@ -37,18 +39,6 @@ async def read_card(s: AsyncSession, user_id: str, card_id: str) -> CardView:
     return CardView.model_validate(card_view(await get_card(s, user_id, card_id)))
 
 
-# Cards whose confirmation spends money or destroys something: only the person's app
-# session may give anything but a refusal.
-APP_ONLY_KINDS = frozenset({"price", "delete", "forget"})
-
-
-def check_channel(card: Card, action: str, channel: str) -> None:
-    if channel != "app" and card.kind in APP_ONLY_KINDS and action != "reject":
-        raise Forbidden(
-            f"a {card.kind} card is confirmed in the person's app; an API token can only reject it"
-        )
-
-
 async def answer(
     state: HandoffState, user_id: str, card_id: str, body: CardActionIn, channel: str
 ) -> CardView:
@@ -57,11 +47,9 @@ async def answer(
     never the answer."""
     try:
         async with state.db.session() as s:
-            card = await answer_card(s, user_id, card_id, body.action, body.option_id, body.text)
-            check_channel(card, body.action, channel)  # raising rolls the answer back
-            effect = EFFECTS.get(card.kind)
-            if effect and effect.in_transaction:
-                await effect.in_transaction(s, card)
+            card = await record_answer(
+                s, EFFECTS, user_id, card_id, channel, body.action, body.option_id, body.text
+            )
             view = CardView.model_validate(card_view(card))
     except Conflict:
         # The same answer again is the client's retry: the first attempt may have stored it

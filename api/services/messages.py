@@ -15,13 +15,15 @@ from api.schemas.messages import MessageAccepted, MessageIn, MessageList, Messag
 from api.services.handoff import arrived, hand_over_bounded
 from journal.moves import is_notice
 from lomo.db.engine import Database
-from lomo.db.models import MessageRow, Task, User
+from lomo.db.models import MessageRow, User
 from lomo.errors import NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
-from money.policy import set_autonomy
+from lomo.states import RoutingStatus
 from routing.deterministic import resolve_target
+from routing.policy import confirm_paid_calls
+from tasks.lifecycle import own_task
 from workspace.store import get_object, link_task
 
 
@@ -91,7 +93,7 @@ async def store_message(
         text=body.text,
         client_message_id=body.client_message_id,
         target=body.model_dump(exclude={"text", "client_message_id"}, exclude_none=True),
-        routing_status="routed" if direct else "pending",
+        routing_status=RoutingStatus.ROUTED if direct else RoutingStatus.PENDING,
         deterministic=task_id is not None,
         decision="existing" if task_id else None,
         task_id=task_id,
@@ -111,10 +113,8 @@ async def store_message(
 async def _record(s: AsyncSession, msg: MessageRow, objects: list[str], direct: bool) -> None:
     """The stored message's events, and what it changes about its task."""
     await append_event(s, msg.user_id, "message.received", {"message_id": msg.id})
-    if msg.task_id and msg.channel == "api":
-        # A task driven through the open API confirms each paid call.
-        await set_autonomy(s, msg.user_id, msg.task_id, "ask")
     if msg.task_id:
+        await confirm_paid_calls(s, msg, msg.task_id)
         # The task references what the message points at (change notices follow).
         for oid in objects:
             await link_task(s, msg.task_id, oid)
@@ -148,9 +148,7 @@ async def get_message(s: AsyncSession, user_id: str, message_id: str) -> Message
 
 
 async def task_messages(s: AsyncSession, user_id: str, task_id: str, limit: int) -> MessageList:
-    task = await s.get(Task, task_id)
-    if task is None or task.user_id != user_id:
-        raise NotFound(f"no task {task_id}")
+    await own_task(s, user_id, task_id)
     rows = list(
         await s.scalars(
             select(MessageRow)

@@ -14,13 +14,13 @@ from temporalio.client import Client
 from api.dispatch.tasks import archive_task, pause_task, promote_task, resume_task, stop_task
 from api.schemas.tasks import ContextView, ResumeIn, TaskList, TaskView
 from api.services.pages import finish
-from lomo.cards import card_view
+from cards.views import card_view
+from checklist.items import item_view
 from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
-from tools.checklist import item_view
 from workflows.types import ResumeInput
 
 ENDED = ("completed", "stopped", "archived", "failed")

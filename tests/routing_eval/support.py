@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from activities.routing import RoutingActivities
+from cards.store import create_card
 from llm.types import ModelProvider, ModelRequest, ModelResponse
 from lomo.auth import create_user
-from lomo.cards import create_card
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, Task, TaskObject, WorkObject
 from lomo.ids import new_id

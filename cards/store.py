@@ -1,53 +1,22 @@
-"""Cards: questions to the person, answered only through an authenticated action.
-
-Areas attach effects to card kinds (`CardEffect`): `in_transaction` runs inside the
-transaction that records the answer (e.g. creating an approval: both commit or neither),
-`after_commit` runs once the answer is durable (e.g. starting the forget cascade). A card
-that belongs to a task additionally wakes that task (the api sends `card_answered`).
-"""
+"""Creating a card, reading it, and recording the person's answer once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from cards.views import card_view
 from lomo import clock
 from lomo.db.models import Card
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.states import CardAction, CardKind, CardStatus
 
-CARD_KINDS = ("confirm", "select", "clarify", "price", "forget", "delete", "credit")
-ACTIONS = ("confirm", "reject", "select", "revise")
-
-
-@dataclass
-class CardEffect:
-    in_transaction: Callable[[AsyncSession, Card], Awaitable[None]] | None = None
-    # Gets the api's app state (settings, db, temporal getter) and the answered card.
-    after_commit: Callable[[Any, Card], Awaitable[None]] | None = None
-
-
-def card_view(c: Card) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "card_id": c.id,
-        "task_id": c.task_id,
-        "kind": c.kind,
-        "status": c.status,
-        "title": c.title,
-        "options": c.options,
-        "payload": c.payload,
-        "created_at": c.created_at.isoformat(),
-    }
-    if c.price_cents is not None:
-        out["price"] = {"amount_cents": c.price_cents, "currency": "EUR"}
-    if c.answer is not None:
-        out["answer"] = c.answer
-    return out
+CARD_KINDS = tuple(CardKind)
+ACTIONS = tuple(CardAction)
 
 
 async def create_card(
@@ -103,17 +72,17 @@ async def answer_card(
 ) -> Card:
     """Record the person's answer once; a second answer is a conflict."""
     card = await get_card(s, user_id, card_id, lock=True)
-    if card.status != "open":
+    if card.status != CardStatus.OPEN:
         raise Conflict(f"card {card_id} is already {card.status}")
     if action not in ACTIONS:
         raise InvalidInput(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-    if action == "select":
+    if action == CardAction.SELECT:
         ids = [o.get("id") for o in card.options]
         if option_id not in ids:
             raise InvalidInput(f"option_id must be one of {ids}")
-    if action == "revise" and not text:
+    if action == CardAction.REVISE and not text:
         raise InvalidInput("revise needs a text")
-    card.status = "answered"
+    card.status = CardStatus.ANSWERED
     card.answer = {"action": action, "option_id": option_id, "text": text}
     card.answered_at = clock.now()
     await append_event(
@@ -123,4 +92,15 @@ async def answer_card(
 
 
 def confirmed(card: Card) -> bool:
-    return card.status == "answered" and (card.answer or {}).get("action") == "confirm"
+    return (
+        card.status == CardStatus.ANSWERED
+        and (card.answer or {}).get("action") == CardAction.CONFIRM
+    )
+
+
+def agreed(card: Card) -> bool:
+    """The person said yes, or picked one of the options."""
+    answer = card.answer or {}
+    return confirmed(card) or (
+        card.status == CardStatus.ANSWERED and answer.get("action") == CardAction.SELECT
+    )
