@@ -76,7 +76,7 @@ class FlowActivities:
     async def _run(self, s: AsyncSession, run_id: str) -> FlowRun:
         run = await s.get(FlowRun, run_id, with_for_update=True, populate_existing=True)
         if run is None:
-            raise ApplicationError(f"no flow run {run_id}", non_retryable=True)
+            raise ApplicationError(f"no flow run {run_id}", type="NotFound", non_retryable=True)
         return run
 
     @activity.defn(name="plan_flow_run")

@@ -62,7 +62,9 @@ class GenerationActivities:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             if order is None:
-                raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
+                raise ApplicationError(
+                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
+                )
             job_id = order.upstream_job_id
             body: dict[str, Any] | None = None
             if job_id is None:
@@ -100,7 +102,9 @@ class GenerationActivities:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             if order is None:
-                raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
+                raise ApplicationError(
+                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
+                )
             if order.object_id or order.status != "succeeded":
                 return OrderState(order.id, order.status, order.object_id)
             url, kind = order.result_url, order.kind
@@ -206,7 +210,9 @@ class GenerationActivities:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
             await refund_unusable(s, order, reason, self.deps.settings)
-        raise ApplicationError(f"order {order_id}: {reason}", non_retryable=True)
+        raise ApplicationError(
+            f"order {order_id}: {reason}", type="CollectionRefused", non_retryable=True
+        )
 
     def all(self) -> list[Any]:
         return [self.poll_generation, self.collect_generation, self.review_results]
