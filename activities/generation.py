@@ -14,6 +14,7 @@ from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
+from lomo.states import EventType, OrderStatus
 from money.orders import (
     OFF_ORIGIN,
     UNCLEAR_SUBMIT,
@@ -105,7 +106,7 @@ class GenerationActivities:
                 raise ApplicationError(
                     f"no order {ref.order_id}", type="NotFound", non_retryable=True
                 )
-            if order.object_id or order.status != "succeeded":
+            if order.object_id or order.status != OrderStatus.SUCCEEDED:
                 return OrderState(order.id, order.status, order.object_id)
             url, kind = order.result_url, order.kind
         if not on_upstream_origin(url, self.deps.settings):
@@ -139,7 +140,7 @@ class GenerationActivities:
             await append_event(
                 s,
                 order.workspace_id,
-                "object.version",
+                EventType.OBJECT_VERSION,
                 {"object_id": obj.id, "version": 1, "task_id": order.task_id},
             )
             return OrderState(order.id, order.status, obj.id)

@@ -13,6 +13,7 @@ from journal.marks import OPEN
 from lomo import clock
 from lomo.db.models import MessageRow
 from lomo.ids import new_id
+from lomo.states import RoutingStatus
 from routing.text import detect_language
 
 NOTICE_MARK = "[Notice, not from the person]"
@@ -71,7 +72,7 @@ def moved_copy(old: MessageRow, task_id: str) -> MessageRow:
         user_id=old.user_id,
         text=old.text,
         target=target,
-        routing_status="routed",
+        routing_status=RoutingStatus.ROUTED,
         deterministic=True,
         decision="existing",
         task_id=task_id,
@@ -88,7 +89,7 @@ def notice_row(old: MessageRow, source: str, to_task: str, goal: str) -> Message
         user_id=old.user_id,
         text=notice_text(old.text, goal),
         target={"notice": "moved", "message_id": old.id, "task_id": to_task},
-        routing_status="routed",
+        routing_status=RoutingStatus.ROUTED,
         deterministic=True,
         decision="existing",
         task_id=source,

@@ -19,6 +19,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound
 from lomo.settings import Settings
+from lomo.states import CardKind, CardStatus
 from memory.candidates import Candidate
 from memory.chains import Touched, apply_candidate
 from memory.episodes import write_episodes
@@ -79,8 +80,8 @@ class MemoryWrites:
                 select(Card)
                 .where(
                     Card.user_id == user_id,
-                    Card.kind == "forget",
-                    Card.status == "answered",
+                    Card.kind == CardKind.FORGET,
+                    Card.status == CardStatus.ANSWERED,
                     Card.id.not_in(done),
                 )
                 .order_by(Card.answered_at)

@@ -27,6 +27,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.settings import Settings
+from lomo.states import CardStatus, OrderStatus
 from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
     UNCLEAR_SUBMIT,
@@ -203,9 +204,9 @@ class GenerateTool(Tool):
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
-            if order.status == "failed":
+            if order.status == OrderStatus.FAILED:
                 return error(order.error or "generation failed", failed_order=order.id)
-            if order.upstream_job_id or order.status == "succeeded":
+            if order.upstream_job_id or order.status == OrderStatus.SUCCEEDED:
                 return _submitted(order.id)
             if order.submit_started_at is not None and not resend:
                 if submit_unclear(order, settings):
@@ -369,7 +370,7 @@ class RequestBudgetTool(Tool):
             old = await s.scalar(
                 select(Card).where(Card.user_id == ctx.user_id, Card.key == ctx.call_id)
             )
-            if old is not None and old.status == "answered":
+            if old is not None and old.status == CardStatus.ANSWERED:
                 if confirmed(old):
                     return ToolResult(
                         "done", {"status": "approved", "amount_cents": old.price_cents}

@@ -32,6 +32,7 @@ from lomo.cards import get_card
 from lomo.db.models import Event, MessageRow, ToolCall, User
 from lomo.errors import InvalidInput
 from lomo.events import BELL, events_after
+from lomo.states import CardStatus, EventType
 
 MAIN_THREAD = "main"
 
@@ -82,7 +83,7 @@ async def _received_before(s: AsyncSession, user_id: str, message_id: str) -> in
     input (the same runId) is told again from its start."""
     rows = await s.execute(
         select(Event.seq, Event.data)
-        .where(Event.user_id == user_id, Event.type == "message.received")
+        .where(Event.user_id == user_id, Event.type == EventType.MESSAGE_RECEIVED)
         .order_by(Event.seq.desc())
         .limit(500)
     )
@@ -180,7 +181,7 @@ async def _advance(
             "status_reason": view.status_reason,
             "turn": view.turn,
             "checklist": [i.model_dump() for i in view.checklist],
-            "cards": [c.model_dump() for c in view.cards if c.status == "open"],
+            "cards": [c.model_dump() for c in view.cards if c.status == CardStatus.OPEN],
             "artifacts": view.artifacts,
         }
     )
