@@ -52,18 +52,20 @@ from flows.graph import (
 )
 from flows.models import FlowRun, FlowRunNode
 from lomo.cards import create_card
-from lomo.db.models import Card, GenerationOrder
+from lomo.db.models import Card, GenerationOrder, Task
 from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating
 from lomo.states import (
     ACTIVE_FLOW_RUN,
     FINISHED_FLOW_NODE,
     CardAction,
+    CardKind,
     CardStatus,
     FlowNodeStatus,
     FlowRunStatus,
     OrderStatus,
 )
+from lomo.words import euros, say
 from money.catalogue import validate_request
 from money.ledger import lock_account
 from money.orders import NeedsConfirmation, NeedsCredit, OrderRequest, Refused, place_order
@@ -151,11 +153,12 @@ class FlowActivities:
         if decision.grant is not None:
             return FlowRunStatus.RUNNING, decision.reason
         calls = {call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p}
+        lang = await s.scalar(select(Task.language).where(Task.id == run.task_id))
         card = await create_card(
             s,
             user_id=run.user_id,
-            kind="price",
-            title=f"Flow run: {len(calls)} paid nodes, {total / 100:.2f} EUR in total",
+            kind=CardKind.PRICE,
+            title=say("flow.price", lang, nodes=len(calls), amount=euros(total, lang)),
             task_id=run.task_id,
             price_cents=total,
             payload={"flow_run": run.id, "flow_id": run.flow_id, "calls": calls},

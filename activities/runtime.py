@@ -53,7 +53,9 @@ from lomo import clock
 from lomo.cards import create_card
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.heartbeat import heartbeating
+from lomo.states import CardAction, CardKind
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
+from lomo.words import say
 from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
@@ -291,15 +293,15 @@ class RuntimeActivities:
                 raise ApplicationError(
                     f"no checkpoint {inp.item_id}", type="NotFound", non_retryable=True
                 )
-            de = task.language == "de"
+            lang = task.language
             card = await create_card(
                 s,
                 user_id=task.user_id,
-                kind="confirm",
-                title=("Bitte bestätigen: " if de else "Please confirm: ") + item.title,
+                kind=CardKind.CONFIRM,
+                title=say("runtime.checkpoint", lang, item=item.title),
                 options=[
-                    {"id": "confirm", "label": "Ja" if de else "Yes"},
-                    {"id": "reject", "label": "Nein" if de else "No"},
+                    {"id": CardAction.CONFIRM, "label": say("runtime.yes", lang)},
+                    {"id": CardAction.REJECT, "label": say("runtime.no", lang)},
                 ],
                 task_id=task.id,
                 payload={"item_id": item.id, "by": "runtime"},

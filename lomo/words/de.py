@@ -6,4 +6,16 @@ WORDS: dict[str, str] = {
         "Ich konnte diese Nachricht keiner Aufgabe zuordnen. Bitte noch einmal sagen oder "
         "direkt in der Aufgabe schreiben."
     ),
+    # Presentation
+    "present.image": "Hier ist dein Bild „{name}“.",
+    "present.video": "Hier ist dein Video „{name}“.",
+    "present.audio": "Hier ist dein Audioclip „{name}“.",
+    "present.3d": "Hier ist dein 3D-Modell „{name}“.",
+    "present.many": "Hier sind deine Ergebnisse für „{name}“.",
+    # Runtime
+    "runtime.checkpoint": "Bitte bestätigen: {item}",
+    "runtime.yes": "Ja",
+    "runtime.no": "Nein",
+    # Flows
+    "flow.price": "Flow-Lauf: {nodes} kostenpflichtige Knoten, insgesamt {amount} EUR",
 }

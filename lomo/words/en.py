@@ -6,4 +6,16 @@ WORDS: dict[str, str] = {
         "I could not tell where this message belongs. Please say it again, or write in the "
         "task itself."
     ),
+    # Presentation
+    "present.image": "Here is your image “{name}”.",
+    "present.video": "Here is your video “{name}”.",
+    "present.audio": "Here is your audio clip “{name}”.",
+    "present.3d": "Here is your 3D model “{name}”.",
+    "present.many": "Here are your results for “{name}”.",
+    # Runtime
+    "runtime.checkpoint": "Please confirm: {item}",
+    "runtime.yes": "Yes",
+    "runtime.no": "No",
+    # Flows
+    "flow.price": "Flow run: {nodes} paid nodes, {amount} EUR in total",
 }
