@@ -52,9 +52,10 @@ from flows.graph import (
 )
 from flows.models import FlowRun, FlowRunNode
 from lomo.cards import create_card
-from lomo.db.models import Card, GenerationOrder, Task
+from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating
+from lomo.language import task_language
 from lomo.states import (
     ACTIVE_FLOW_RUN,
     FINISHED_FLOW_NODE,
@@ -153,7 +154,7 @@ class FlowActivities:
         if decision.grant is not None:
             return FlowRunStatus.RUNNING, decision.reason
         calls = {call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p}
-        lang = await s.scalar(select(Task.language).where(Task.id == run.task_id))
+        lang = await task_language(s, run.task_id)
         card = await create_card(
             s,
             user_id=run.user_id,

@@ -29,9 +29,19 @@ from lomo.cards import create_card
 from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.language import task_language
 from lomo.settings import Settings
-from lomo.states import ORDER_RANK, TERMINAL_ORDER, CardAction, CardStatus, EventType, OrderStatus
+from lomo.states import (
+    ORDER_RANK,
+    TERMINAL_ORDER,
+    CardAction,
+    CardKind,
+    CardStatus,
+    EventType,
+    OrderStatus,
+)
 from lomo.telemetry import ORDERS
+from lomo.words import euros, say
 from money.ledger import close_reservation, lock_account, reserve, reverse_settlement
 from money.policy import authorize
 
@@ -112,11 +122,13 @@ async def place_order(
         return Refused("the person declined this paid call; do not repeat it unasked")
     decision = await authorize(s, req.user_id, req.task_id, req.call_id, req.price_cents, settings)
     if decision.grant is None:
+        lang = await task_language(s, req.task_id)
+        amount = euros(req.price_cents, lang)
         card = await create_card(
             s,
             user_id=req.user_id,
-            kind="price",
-            title=f"{req.kind} with {req.model}: {req.price_cents / 100:.2f} EUR",
+            kind=CardKind.PRICE,
+            title=say("money.price", lang, kind=req.kind, model=req.model, amount=amount),
             task_id=req.task_id,
             price_cents=req.price_cents,
             payload={
@@ -175,12 +187,20 @@ async def _await_credit(
         return NeedsCredit(last, short)
     if last is not None and (last.answer or {}).get("action") == CardAction.REJECT:
         return Refused(f"{short}; the person chose not to add credit for this call")
+    lang = await task_language(s, req.task_id)
+    title = say(
+        "money.credit",
+        lang,
+        kind=req.kind,
+        model=req.model,
+        amount=euros(req.price_cents, lang),
+        balance=euros(balance, lang),
+    )
     card = await create_card(
         s,
         user_id=req.user_id,
-        kind="credit",
-        title=f"Add credit: {req.kind} with {req.model} costs {req.price_cents / 100:.2f} EUR, "
-        f"{balance / 100:.2f} EUR left",
+        kind=CardKind.CREDIT,
+        title=title,
         task_id=req.task_id,
         price_cents=req.price_cents,
         payload={

@@ -26,8 +26,10 @@ from lomo.cards import confirmed, create_card
 from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
+from lomo.language import task_language
 from lomo.settings import Settings
-from lomo.states import CardStatus, OrderStatus
+from lomo.states import CardKind, CardStatus, OrderStatus
+from lomo.words import euros, say
 from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
     UNCLEAR_SUBMIT,
@@ -376,11 +378,13 @@ class RequestBudgetTool(Tool):
                         "done", {"status": "approved", "amount_cents": old.price_cents}
                     )
                 return error("the person declined this budget; do not spend without asking")
+            lang = await task_language(s, ctx.task_id)
+            title = say("money.budget", lang, amount=euros(amount, lang), purpose=purpose)
             card = await create_card(
                 s,
                 user_id=ctx.user_id,
-                kind="price",
-                title=f"Budget for this plan: {amount / 100:.2f} EUR — {purpose}",
+                kind=CardKind.PRICE,
+                title=title,
                 task_id=ctx.task_id,
                 price_cents=amount,
                 payload={"plan": True, "purpose": purpose, "call_id": ctx.call_id},

@@ -18,4 +18,26 @@ WORDS: dict[str, str] = {
     "runtime.no": "Nein",
     # Flows
     "flow.price": "Flow-Lauf: {nodes} kostenpflichtige Knoten, insgesamt {amount} EUR",
+    # Money
+    "money.price": "{kind} mit {model}: {amount} EUR",
+    "money.credit": (
+        "Guthaben aufladen: {kind} mit {model} kostet {amount} EUR, {balance} EUR sind noch übrig"
+    ),
+    "money.budget": "Budget für diesen Plan: {amount} EUR — {purpose}",
+    # Memory
+    "memory.forget": (
+        "{what} vergessen, samt allem, was daraus abgeleitet wurde? Das lässt sich nicht "
+        "rückgängig machen."
+    ),
+    "memory.forget.text": "„{text}“",
+    "memory.forget.memory": "Erinnerung {memory_id}",
+    "memory.forget.yes": "Vergessen",
+    "memory.forget.no": "Behalten",
+    # Workspace
+    "workspace.delete": (
+        "{type} „{name}“ mit allen {versions} Version(en) löschen? Das lässt sich nicht "
+        "rückgängig machen."
+    ),
+    "workspace.delete.yes": "Endgültig löschen",
+    "workspace.delete.no": "Behalten",
 }

@@ -18,4 +18,20 @@ WORDS: dict[str, str] = {
     "runtime.no": "No",
     # Flows
     "flow.price": "Flow run: {nodes} paid nodes, {amount} EUR in total",
+    # Money
+    "money.price": "{kind} with {model}: {amount} EUR",
+    "money.credit": "Add credit: {kind} with {model} costs {amount} EUR, {balance} EUR left",
+    "money.budget": "Budget for this plan: {amount} EUR — {purpose}",
+    # Memory
+    "memory.forget": "Forget {what}, and everything derived from it? This cannot be undone.",
+    "memory.forget.text": "“{text}”",
+    "memory.forget.memory": "memory {memory_id}",
+    "memory.forget.yes": "Forget",
+    "memory.forget.no": "Keep",
+    # Workspace
+    "workspace.delete": (
+        "Delete {type} “{name}” and all its {versions} version(s)? This cannot be undone."
+    ),
+    "workspace.delete.yes": "Delete for good",
+    "workspace.delete.no": "Keep",
 }
