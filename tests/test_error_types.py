@@ -4,9 +4,9 @@ api and an operator can tell the failures apart without parsing their messages."
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.source_scan import sources
+
 PACKAGES = ("activities", "tools", "journal", "context", "workflows")
 
 
@@ -32,10 +32,5 @@ def test_the_detector_finds_an_error_without_a_type() -> None:
 
 
 def test_every_application_error_carries_a_type() -> None:
-    missing = [
-        hit
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
-        for hit in untyped_errors(path.read_text(), str(path.relative_to(ROOT)))
-    ]
+    missing = [hit for name, text in sources(*PACKAGES) for hit in untyped_errors(text, name)]
     assert not missing, "ApplicationError without type=: " + ", ".join(missing)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.source_scan import sources
+
 PACKAGES = ("activities", "workflows")
 
 _WORD = re.compile(r"[A-Za-zÄÖÜäöüß]{2,}")
@@ -116,10 +116,5 @@ LABEL = "Please confirm: "
 
 
 def test_no_sentence_for_people_is_written_inline() -> None:
-    found = [
-        hit
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
-        for hit in inline_sentences(path.read_text(), str(path.relative_to(ROOT)))
-    ]
+    found = [hit for name, text in sources(*PACKAGES) for hit in inline_sentences(text, name)]
     assert not found, "sentences outside lomo/words:\n" + "\n".join(found)
