@@ -40,4 +40,9 @@ WORDS: dict[str, str] = {
     ),
     "workspace.delete.yes": "Endgültig löschen",
     "workspace.delete.no": "Behalten",
+    # Journal
+    "journal.moved": (
+        "[Hinweis, nicht von der Person] Die Nachricht „{said}“ gehört zur Aufgabe „{goal}“ "
+        "und wurde dorthin verschoben. Hier nicht weiter darauf eingehen."
+    ),
 }

@@ -34,4 +34,9 @@ WORDS: dict[str, str] = {
     ),
     "workspace.delete.yes": "Delete for good",
     "workspace.delete.no": "Keep",
+    # Journal
+    "journal.moved": (
+        '[Notice, not from the person] The message "{said}" belongs to the task "{goal}" '
+        "and was moved there. Do not act on it further here."
+    ),
 }
