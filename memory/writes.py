@@ -91,7 +91,7 @@ class MemoryWrites:
     async def forget(self, inp: ForgetInput) -> ForgetOutput:
         async with self.db.session() as s:
             card = await s.get(Card, inp.card_id)
-            if card is None or card.user_id != inp.user_id or card.kind != "forget":
+            if card is None or card.user_id != inp.user_id or card.kind != CardKind.FORGET:
                 raise Refused(f"no forget card {inp.card_id}")
             if not confirmed(card):
                 # Only the person's confirmation authorizes forgetting, never a caller's claim.

@@ -176,7 +176,11 @@ async def _await_credit(
         await s.scalar(
             select(func.count())
             .select_from(Card)
-            .where(Card.user_id == req.user_id, Card.kind == "credit", Card.key.startswith(prefix))
+            .where(
+                Card.user_id == req.user_id,
+                Card.kind == CardKind.CREDIT,
+                Card.key.startswith(prefix),
+            )
         )
         or 0
     )

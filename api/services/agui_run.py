@@ -40,7 +40,16 @@ from lomo.states import CardKind, EventType, TaskStatus
 # A task in one of these is still working on the run's turn.
 BUSY = frozenset({TaskStatus.RUNNING, TaskStatus.WAITING_GENERATION, "stopping"})
 # Cards that end a run with an interrupt: the person's answer resumes it.
-INTERRUPTING = frozenset({"price", "select", "confirm", "clarify", "delete", "forget"})
+INTERRUPTING = frozenset(
+    {
+        CardKind.PRICE,
+        CardKind.SELECT,
+        CardKind.CONFIRM,
+        CardKind.CLARIFY,
+        CardKind.DELETE,
+        CardKind.FORGET,
+    }
+)
 
 
 @dataclass
