@@ -167,11 +167,11 @@ def run_view(run: FlowRun, nodes: dict[str, FlowRunNode]) -> dict[str, Any]:
         "card_id": run.card_id,
         "progress": {
             "total": run.total_nodes,
-            "done": counts.get("done", 0) + counts.get("reused", 0),
-            "reused": counts.get("reused", 0),
-            "running": counts.get("running", 0),
-            "failed": counts.get("failed", 0),
-            "blocked": counts.get("blocked", 0),
+            "done": counts.get(FlowNodeStatus.DONE, 0) + counts.get(FlowNodeStatus.REUSED, 0),
+            "reused": counts.get(FlowNodeStatus.REUSED, 0),
+            "running": counts.get(FlowNodeStatus.RUNNING, 0),
+            "failed": counts.get(FlowNodeStatus.FAILED, 0),
+            "blocked": counts.get(FlowNodeStatus.BLOCKED, 0),
         },
         "nodes": {
             nid: {
