@@ -41,6 +41,9 @@ def _text(node: ast.AST) -> str | None:
 
 
 def looks_like_a_sentence(text: str) -> bool:
+    """Two or more words that end like a sentence (`.`, `?`, `!`, `:`), or start with a
+    capital and hold a function word: "Here is your image." and "Please confirm: " are;
+    "task.reply", "waiting_generation" and "image/png" are not."""
     words = _WORD.findall(text)
     if len(words) < 2 or " " not in text.strip():
         return False
