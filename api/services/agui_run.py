@@ -39,6 +39,7 @@ from lomo.states import CardKind, EventType, TaskStatus
 
 # A task in one of these is still working on the run's turn.
 BUSY = frozenset({TaskStatus.RUNNING, TaskStatus.WAITING_GENERATION, "stopping"})
+GENERATION_EVENTS = frozenset({EventType.GENERATION_PROGRESS, EventType.GENERATION_COMPLETED})
 # Cards that end a run with an interrupt: the person's answer resumes it.
 INTERRUPTING = frozenset(
     {
@@ -90,7 +91,7 @@ class AgUiRun:
         if type_ == EventType.TASK_STATUS and self._ours(data):
             self.worked = True  # the task took up the run's turn
             return []
-        if type_.startswith("generation.") and self._ours(data):
+        if type_ in GENERATION_EVENTS and self._ours(data):
             return [CustomEvent(name="lomo.generation", value={"type": type_, **data})]
         if type_ == EventType.CARD_CREATED and self.task_id is None and self._asks_about_ours(data):
             return [self._finish([data])]  # the main thread asks where the message belongs
