@@ -15,6 +15,7 @@ from flows.models import FlowRun, FlowRunNode
 from lomo.db.models import ObjectVersion
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
+from lomo.states import EventType, FlowNodeStatus
 from money.catalogue import validate_request
 from workspace.errors import Deleted
 from workspace.store import get_version
@@ -61,7 +62,7 @@ async def current_nodes(s: AsyncSession, run: FlowRun) -> tuple[int, Nodes]:
 
 
 def fail_row(row: FlowRunNode, error: str, version: int) -> NodeOutcome:
-    row.status, row.error = "failed", error[:2000]
+    row.status, row.error = FlowNodeStatus.FAILED, error[:2000]
     return NodeOutcome("failed", version, order_id=row.order_id, error=row.error)
 
 
@@ -89,7 +90,7 @@ async def emit_run(s: AsyncSession, run: FlowRun) -> None:
     await append_event(
         s,
         run.user_id,
-        "flow.run",
+        EventType.FLOW_RUN,
         {
             "run_id": run.id,
             "flow_id": run.flow_id,
@@ -105,7 +106,7 @@ async def emit_node(s: AsyncSession, run: FlowRun, row: FlowRunNode) -> None:
     await append_event(
         s,
         run.user_id,
-        "flow.node",
+        EventType.FLOW_NODE,
         {
             "run_id": run.id,
             "node_id": row.node_id,

@@ -55,6 +55,18 @@ from flows.models import FlowRun, FlowRunNode
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating
+from lomo.language import task_language
+from lomo.states import (
+    ACTIVE_FLOW_RUN,
+    FINISHED_FLOW_NODE,
+    CardAction,
+    CardKind,
+    CardStatus,
+    FlowNodeStatus,
+    FlowRunStatus,
+    OrderStatus,
+)
+from lomo.words import euros, say
 from money.catalogue import validate_request
 from money.ledger import lock_account
 from money.orders import NeedsConfirmation, NeedsCredit, OrderRequest, Refused, place_order
@@ -76,7 +88,7 @@ class FlowActivities:
     async def _run(self, s: AsyncSession, run_id: str) -> FlowRun:
         run = await s.get(FlowRun, run_id, with_for_update=True, populate_existing=True)
         if run is None:
-            raise ApplicationError(f"no flow run {run_id}", non_retryable=True)
+            raise ApplicationError(f"no flow run {run_id}", type="NotFound", non_retryable=True)
         return run
 
     @activity.defn(name="plan_flow_run")
@@ -90,8 +102,8 @@ class FlowActivities:
                 version, nodes = await current_nodes(s, run)
                 order = validate_graph(nodes)
             except (FlowError, NotFound, Deleted) as e:
-                await end_run(s, run, "failed", e.detail)
-                return plan_of(run, "failed", [], {}, [], reason=e.detail, settings=st)
+                await end_run(s, run, FlowRunStatus.FAILED, e.detail)
+                return plan_of(run, FlowRunStatus.FAILED, [], {}, [], reason=e.detail, settings=st)
             cache = await runs.cached(s, run.flow_id)
             leaf = await leaf_digests(s, run.user_id, nodes)
             plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, price_of)
@@ -100,18 +112,21 @@ class FlowActivities:
                 row = rows.get(nid) or await runs.node_row(s, run.id, nid)
                 row.hash, row.version, row.error, row.stale = plan.hashes[nid], version, None, False
                 if nid in plan.reuse:
-                    row.status, row.object_id = "reused", cache[(nid, plan.hashes[nid])].object_id
+                    row.status, row.object_id = (
+                        FlowNodeStatus.REUSED,
+                        cache[(nid, plan.hashes[nid])].object_id,
+                    )
                 else:
-                    row.status, row.object_id, row.order_id = "pending", None, None
+                    row.status, row.object_id, row.order_id = FlowNodeStatus.PENDING, None, None
             for nid, row in rows.items():
                 if nid not in nodes:
-                    row.status = "removed"
+                    row.status = FlowNodeStatus.REMOVED
             run.version, run.total_nodes, run.price_cents = version, len(order), plan.total_cents
-            status, reason = "running", ""
+            status, reason = FlowRunStatus.RUNNING, ""
             if plan.total_cents > 0:
                 status, reason = await self._authorize(s, run, plan.prices)
-            if status == "declined":
-                await end_run(s, run, "declined", reason)
+            if status == FlowRunStatus.DECLINED:
+                await end_run(s, run, FlowRunStatus.DECLINED, reason)
             else:
                 run.status = status
                 await emit_run(s, run)
@@ -121,36 +136,37 @@ class FlowActivities:
 
     async def _authorize(
         self, s: AsyncSession, run: FlowRun, prices: dict[str, int]
-    ) -> tuple[str, str]:
+    ) -> tuple[FlowRunStatus, str]:
         if run.task_id is None:
-            return "declined", "a flow with paid nodes needs an owning task"
+            return FlowRunStatus.DECLINED, "a flow with paid nodes needs an owning task"
         key = _plan_card_key(run)
         card = await s.scalar(select(Card).where(Card.user_id == run.user_id, Card.key == key))
         if card is not None:
             run.card_id = card.id
-            if card.status == "open":
-                return "waiting_price", "waiting for the price card"
-            if (card.answer or {}).get("action") == "confirm":
-                return "running", "the person confirmed the price"
-            return "declined", "the person declined the price of this run"
+            if card.status == CardStatus.OPEN:
+                return FlowRunStatus.WAITING_PRICE, "waiting for the price card"
+            if (card.answer or {}).get("action") == CardAction.CONFIRM:
+                return FlowRunStatus.RUNNING, "the person confirmed the price"
+            return FlowRunStatus.DECLINED, "the person declined the price of this run"
         total = sum(prices.values())
         await lock_account(s, run.user_id, self.deps.settings.initial_credit_cents)
         decision = await authorize(s, run.user_id, run.task_id, key, total, self.deps.settings)
         if decision.grant is not None:
-            return "running", decision.reason
+            return FlowRunStatus.RUNNING, decision.reason
         calls = {call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p}
+        lang = await task_language(s, run.task_id)
         card = await create_card(
             s,
             user_id=run.user_id,
-            kind="price",
-            title=f"Flow run: {len(calls)} paid nodes, {total / 100:.2f} EUR in total",
+            kind=CardKind.PRICE,
+            title=say("flow.price", lang, nodes=len(calls), amount=euros(total, lang)),
             task_id=run.task_id,
             price_cents=total,
             payload={"flow_run": run.id, "flow_id": run.flow_id, "calls": calls},
             key=key,
         )
         run.card_id = card.id
-        return "waiting_price", decision.reason
+        return FlowRunStatus.WAITING_PRICE, decision.reason
 
     @activity.defn(name="refresh_flow_run")
     async def refresh_flow_run(self, inp: FlowRunInput) -> FlowGraph:
@@ -168,8 +184,8 @@ class FlowActivities:
                 if nid not in rows:
                     await runs.node_row(s, run.id, nid)
             for nid, row in rows.items():
-                if nid not in nodes and row.status == "pending":
-                    row.status = "removed"
+                if nid not in nodes and row.status == FlowNodeStatus.PENDING:
+                    row.status = FlowNodeStatus.REMOVED
             run.version, run.total_nodes = version, len(order)
             return FlowGraph(version, order, edges_of(nodes))
 
@@ -181,9 +197,9 @@ class FlowActivities:
             async with self.deps.db.session() as s:
                 run = await self._run(s, inp.run_id)
                 row = await runs.node_row(s, run.id, inp.node_id)
-                if row.status in runs.FINISHED_NODE:
+                if row.status in FINISHED_FLOW_NODE:
                     return NodeOutcome("done", row.version or run.version)
-                if row.status == "running" and row.order_id:
+                if row.status == FlowNodeStatus.RUNNING and row.order_id:
                     order_id: str = row.order_id  # placed by an attempt that died: submit
                     version = row.version or run.version
                 else:
@@ -202,18 +218,18 @@ class FlowActivities:
         version, nodes = await current_nodes(s, run)
         node = nodes.get(row.node_id)
         if node is None:
-            row.status = "removed"
+            row.status = FlowNodeStatus.REMOVED
             return NodeOutcome("removed", version)
         rows = await runs.node_rows(s, run.id)
         inputs = [rows.get(i) for i in node.get("inputs", [])]
-        if any(r is None or r.status not in runs.FINISHED_NODE for r in inputs):
+        if any(r is None or r.status not in FINISHED_FLOW_NODE for r in inputs):
             return NodeOutcome("not_ready", version)  # the edit added an input: re-plan
         leaf = (await leaf_digests(s, run.user_id, {row.node_id: node})).get(row.node_id, "")
         h = node_hash(node, [r.hash or "" for r in inputs if r], leaf)
         row.hash, row.version, row.error = h, version, None
         hit = (await runs.cached(s, run.flow_id)).get((row.node_id, h))
         if hit is not None:
-            row.status, row.object_id = "reused", hit.object_id
+            row.status, row.object_id = FlowNodeStatus.REUSED, hit.object_id
             await emit_node(s, run, row)
             return NodeOutcome("done", version)
         if node["type"] == "document":
@@ -221,7 +237,7 @@ class FlowActivities:
             if leaf.endswith("@missing"):
                 return fail_row(row, f"document {oid} does not exist (or was deleted)", version)
             await runs.store_result(s, run.user_id, run.flow_id, row.node_id, h, oid, None)
-            row.status, row.object_id = "done", oid
+            row.status, row.object_id = FlowNodeStatus.DONE, oid
             await emit_node(s, run, row)
             return NodeOutcome("done", version)
         kind = PAID[node["type"]]
@@ -242,7 +258,7 @@ class FlowActivities:
             return fail_row(row, placed.reason, version)
         if isinstance(placed, NeedsConfirmation):
             return NodeOutcome("needs_confirmation", version, card_id=placed.card.id)
-        row.status, row.order_id = "running", placed.order.id
+        row.status, row.order_id = FlowNodeStatus.RUNNING, placed.order.id
         await emit_node(s, run, row)
         return placed.order.id, version
 
@@ -261,15 +277,15 @@ class FlowActivities:
         no longer has is kept but marked stale."""
         async with self.deps.db.session() as s:
             row = await runs.node_row(s, inp.run_id, inp.node_id)
-            if row.status in runs.FINISHED_NODE or row.order_id is None:
-                return NodeOutcome(row.status if row.status != "reused" else "done")
+            if row.status in FINISHED_FLOW_NODE or row.order_id is None:
+                return NodeOutcome(row.status if row.status != FlowNodeStatus.REUSED else "done")
             order = await s.get(GenerationOrder, row.order_id)
             assert order is not None
             status, error = order.status, order.error
         version = row.version or 0
-        if status == "failed":
+        if status == OrderStatus.FAILED:
             return await self._failed(inp, error or "generation failed", version)
-        if status != "succeeded":
+        if status != OrderStatus.SUCCEEDED:
             return NodeOutcome("submitted", version, order_id=row.order_id)
         await self.gen.collect_generation(OrderRef(row.order_id))
         async with self.deps.db.session() as s:
@@ -280,7 +296,7 @@ class FlowActivities:
             await runs.store_result(
                 s, run.user_id, run.flow_id, row.node_id, row.hash, order.object_id, order.id
             )
-            row.status, row.object_id = "done", order.object_id
+            row.status, row.object_id = FlowNodeStatus.DONE, order.object_id
             row.stale = await changed_since(s, run, row)
             await emit_node(s, run, row)
             return NodeOutcome("done", version, order_id=order.id)
@@ -291,10 +307,13 @@ class FlowActivities:
             run = await self._run(s, inp.run_id)
             rows = await runs.node_rows(s, run.id)
             for nid in inp.blocked:
-                if nid in rows and rows[nid].status == "pending":
-                    rows[nid].status, rows[nid].error = "blocked", "an input node failed"
+                if nid in rows and rows[nid].status == FlowNodeStatus.PENDING:
+                    rows[nid].status, rows[nid].error = (
+                        FlowNodeStatus.BLOCKED,
+                        "an input node failed",
+                    )
             for row in rows.values():
-                if row.status in runs.FINISHED_NODE and not row.stale:
+                if row.status in FINISHED_FLOW_NODE and not row.stale:
                     row.stale = await changed_since(s, run, row)
             # A result built on a stale input is stale too (a re-run redoes both).
             try:
@@ -303,14 +322,14 @@ class FlowActivities:
                 nodes = {}  # the flow was deleted meanwhile: nothing to compare against
             stale = [n for n, r in rows.items() if r.stale]
             for nid in descendants(edges_of(nodes), stale):
-                if nid in rows and rows[nid].status in runs.FINISHED_NODE:
+                if nid in rows and rows[nid].status in FINISHED_FLOW_NODE:
                     rows[nid].stale = True
-            failed = sorted(n for n, r in rows.items() if r.status == "failed")
-            live = [r for r in rows.values() if r.status != "removed"]
-            done = sum(r.status in runs.FINISHED_NODE for r in live)
-            status = "succeeded" if done == len(live) else "failed"
+            failed = sorted(n for n, r in rows.items() if r.status == FlowNodeStatus.FAILED)
+            live = [r for r in rows.values() if r.status != FlowNodeStatus.REMOVED]
+            done = sum(r.status in FINISHED_FLOW_NODE for r in live)
+            status = FlowRunStatus.SUCCEEDED if done == len(live) else FlowRunStatus.FAILED
             reason = "; ".join(f"{n}: {rows[n].error}" for n in failed[:10])
-            if run.status in runs.ACTIVE:
+            if run.status in ACTIVE_FLOW_RUN:
                 await end_run(s, run, status, reason)
             return RunResult(run.status, done, failed, len(live))
 

@@ -14,6 +14,7 @@ from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
+from lomo.states import EventType, OrderStatus
 from money.orders import (
     OFF_ORIGIN,
     UNCLEAR_SUBMIT,
@@ -62,7 +63,9 @@ class GenerationActivities:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
             if order is None:
-                raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
+                raise ApplicationError(
+                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
+                )
             job_id = order.upstream_job_id
             body: dict[str, Any] | None = None
             if job_id is None:
@@ -100,8 +103,10 @@ class GenerationActivities:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             if order is None:
-                raise ApplicationError(f"no order {ref.order_id}", non_retryable=True)
-            if order.object_id or order.status != "succeeded":
+                raise ApplicationError(
+                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
+                )
+            if order.object_id or order.status != OrderStatus.SUCCEEDED:
                 return OrderState(order.id, order.status, order.object_id)
             url, kind = order.result_url, order.kind
         if not on_upstream_origin(url, self.deps.settings):
@@ -135,7 +140,7 @@ class GenerationActivities:
             await append_event(
                 s,
                 order.workspace_id,
-                "object.version",
+                EventType.OBJECT_VERSION,
                 {"object_id": obj.id, "version": 1, "task_id": order.task_id},
             )
             return OrderState(order.id, order.status, obj.id)
@@ -206,7 +211,9 @@ class GenerationActivities:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
             await refund_unusable(s, order, reason, self.deps.settings)
-        raise ApplicationError(f"order {order_id}: {reason}", non_retryable=True)
+        raise ApplicationError(
+            f"order {order_id}: {reason}", type="CollectionRefused", non_retryable=True
+        )
 
     def all(self) -> list[Any]:
         return [self.poll_generation, self.collect_generation, self.review_results]

@@ -58,14 +58,14 @@ class MemoryActivities:
         try:
             return await self._writes().extract(inp)
         except Refused as e:
-            raise ApplicationError(str(e), non_retryable=True) from e
+            raise ApplicationError(str(e), type="MemoryRefused", non_retryable=True) from e
 
     @activity.defn(name="memory_forget")
     async def forget(self, inp: ForgetInput) -> ForgetOutput:
         try:
             return await self._writes().forget(inp)
         except Refused as e:
-            raise ApplicationError(str(e), non_retryable=True) from e
+            raise ApplicationError(str(e), type="MemoryRefused", non_retryable=True) from e
 
     @activity.defn(name="memory_correct")
     async def correct(self, inp: CorrectInput) -> CorrectOutput:
@@ -73,7 +73,7 @@ class MemoryActivities:
         try:
             return await self._writes().correct(inp)
         except Refused as e:
-            raise ApplicationError(str(e), non_retryable=True) from e
+            raise ApplicationError(str(e), type="MemoryRefused", non_retryable=True) from e
 
     def all(self) -> list[Any]:
         return [self.extract, self.forget, self.correct]

@@ -11,14 +11,10 @@ from sqlalchemy import select
 
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
+from lomo.words import say
 
-_ONE = {
-    "image": ("Here is your image “{}”.", "Hier ist dein Bild „{}“."),
-    "video": ("Here is your video “{}”.", "Hier ist dein Video „{}“."),
-    "audio": ("Here is your audio clip “{}”.", "Hier ist dein Audioclip „{}“."),
-    "3d": ("Here is your 3D model “{}”.", "Hier ist dein 3D-Modell „{}“."),
-}
-_MANY = ("Here are your results for “{}”.", "Hier sind deine Ergebnisse für „{}“.")
+# What a single result is called; several are results of the task.
+_KINDS = frozenset({"image", "video", "audio", "3d"})
 _IDS = re.compile(r"\b[a-z]{3}_[0-9a-z]{20,}\b")
 _NAME_CHARS = 60
 
@@ -27,9 +23,8 @@ def result_text(kinds: list[str], goal: str, language: str) -> str:
     """'Here is your image “a fox in the snow”.': what was made, named by the task's goal
     (never by object ids: the app links the assets, `object_ids` in the event), in the
     person's language (English unless the task is German)."""
-    de = 1 if language == "de" else 0
-    head = _ONE.get(kinds[0], _MANY)[de] if len(kinds) == 1 else _MANY[de]
-    return head.format(work_name(goal))
+    one = len(kinds) == 1 and kinds[0] in _KINDS
+    return say(f"present.{kinds[0]}" if one else "present.many", language, name=work_name(goal))
 
 
 def work_name(goal: str) -> str:

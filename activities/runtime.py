@@ -53,7 +53,9 @@ from llm.types import ModelProvider, ModelResponse
 from lomo import clock
 from lomo.db.models import Card, ChecklistItem, Task
 from lomo.heartbeat import heartbeating
+from lomo.states import CardAction, CardKind
 from lomo.telemetry import MODEL_STEPS, TOOL_CALLS
+from lomo.words import say
 from memory.context import MemoryContext, memory_for_context
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from tools.context import Kept, keep_outside, unloaded_note
@@ -92,7 +94,8 @@ class RuntimeActivities:
                 return await self._stored(inp, loaded)
             recalled = await _recalled(searching[0]) if searching else Recalled()
         except (LookupError, PermissionError) as e:
-            raise ApplicationError(str(e), non_retryable=True) from e
+            kind = "NotFound" if isinstance(e, LookupError) else "NotAllowed"
+            raise ApplicationError(str(e), type=kind, non_retryable=True) from e
         finally:
             for f in searching:
                 f.cancel()  # a no-op once it finished; a failed step drops its search
@@ -159,7 +162,9 @@ class RuntimeActivities:
             return await self.store.commit_step(record)
         except IntegrityError as e:
             # A concurrent attempt stored this step first: the retry answers from it.
-            raise ApplicationError(f"step {record.turn}.{record.step} stored twice") from e
+            raise ApplicationError(
+                f"step {record.turn}.{record.step} stored twice", type="StepStoredTwice"
+            ) from e
 
     # --- the tool dispatcher ------------------------------------------------------------------
     @activity.defn(name="run_tool")
@@ -170,10 +175,13 @@ class RuntimeActivities:
         mark = planned is None or not planned.idempotent
         found = await self.store.open_call(inp.call_id, mark, clock.now())
         if found is None:
-            raise ApplicationError(f"no planned call {inp.call_id}", non_retryable=True)
+            raise ApplicationError(
+                f"no planned call {inp.call_id}", type="NotFound", non_retryable=True
+            )
         if inp.name and found.name != inp.name:
             raise ApplicationError(
                 f"call {inp.call_id} is a call of {found.name}, not {inp.name}",
+                type="WrongTool",
                 non_retryable=True,
             )
         if found.result is not None and found.status in FINAL_CALL:
@@ -258,7 +266,7 @@ class RuntimeActivities:
         try:
             changed = await self.store.write_status(_change(inp, reply=reply), clock.now())
         except LookupError as e:
-            raise ApplicationError(str(e), non_retryable=True) from e
+            raise ApplicationError(str(e), type="NotFound", non_retryable=True) from e
         if not changed and inp.fence and await self.store.fenced_out(inp.task_id, inp.fence):
             # A worker resumed a workflow task that another worker redid since.
             log.warning("task %s: stale status %r refused (fenced)", inp.task_id, inp.status)
@@ -282,16 +290,18 @@ class RuntimeActivities:
             item = await s.get(ChecklistItem, inp.item_id)
             task = await s.get(Task, inp.task_id)
             if item is None or task is None or item.task_id != task.id:
-                raise ApplicationError(f"no checkpoint {inp.item_id}", non_retryable=True)
-            de = task.language == "de"
+                raise ApplicationError(
+                    f"no checkpoint {inp.item_id}", type="NotFound", non_retryable=True
+                )
+            lang = task.language
             card = await create_card(
                 s,
                 user_id=task.user_id,
-                kind="confirm",
-                title=("Bitte bestätigen: " if de else "Please confirm: ") + item.title,
+                kind=CardKind.CONFIRM,
+                title=say("runtime.checkpoint", lang, item=item.title),
                 options=[
-                    {"id": "confirm", "label": "Ja" if de else "Yes"},
-                    {"id": "reject", "label": "Nein" if de else "No"},
+                    {"id": CardAction.CONFIRM, "label": say("runtime.yes", lang)},
+                    {"id": CardAction.REJECT, "label": say("runtime.no", lang)},
                 ],
                 task_id=task.id,
                 payload={"item_id": item.id, "by": "runtime"},
@@ -304,7 +314,9 @@ class RuntimeActivities:
         async with self.db.session() as s:
             card = await s.get(Card, ref.card_id)
             if card is None:
-                raise ApplicationError(f"no card {ref.card_id}", non_retryable=True)
+                raise ApplicationError(
+                    f"no card {ref.card_id}", type="NotFound", non_retryable=True
+                )
             return CardState(card.id, card.status, (card.answer or {}).get("action", ""))
 
     def all(self) -> list[Any]:

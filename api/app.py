@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
@@ -40,6 +40,8 @@ from api.routes import memory as memory_routes
 from api.security import SecurityHeaders, mount_docs
 from api.services.relay import relay_loop
 from lomo import telemetry
+from lomo.bell_notify import NotifyListener
+from lomo.bell_relay import BellRelay
 from lomo.db.engine import Database
 from lomo.events import commit_relay, notify_listener
 from lomo.hosts import TrustedHosts
@@ -69,16 +71,10 @@ def _lazy_temporal(settings: Settings, provider: TracerProvider | None) -> Tempo
     return get
 
 
-def create_app(
-    settings: Settings,
-    temporal: Client | None = None,
-    tracer_provider: TracerProvider | None = None,
-) -> FastAPI:
-    """`tracer_provider`: tests pass an in-memory one; else traces follow LOMO_OTEL_ENDPOINT."""
-    provider = tracer_provider or telemetry.tracer_provider(settings, "lomo-api")
-    url = settings.resolved_database_url
-    relay = commit_relay(url, settings.bell_dir)
-    listener = notify_listener(url) if relay is None else None
+def _lifespan(
+    settings: Settings, relay: BellRelay | None, listener: NotifyListener | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Wake-ups from other processes' commits and the hand-off relay, for the app's life."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,22 +103,24 @@ def create_app(
                 relay.close()
             await app.state.db.dispose()
 
-    app = FastAPI(title="Lomo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.settings = settings
-    app.state.db = Database(url, relay=relay)
-    app.state.bell_listener = listener
-    app.state.assets = make_asset_store(settings)
-    app.state.streams = StreamSlots(settings.max_sse_per_person)
-    if temporal is not None:
-        fixed = temporal
+    return lifespan
 
-        async def given() -> Client:
-            return fixed
 
-        app.state.temporal = given
-    else:
-        app.state.temporal = _lazy_temporal(settings, provider)
-    errors.install(app)
+def _temporal_getter(
+    temporal: Client | None, settings: Settings, provider: TracerProvider | None
+) -> TemporalGetter:
+    """The client a test gives, else one connected on first use."""
+    if temporal is None:
+        return _lazy_temporal(settings, provider)
+    fixed = temporal
+
+    async def given() -> Client:
+        return fixed
+
+    return given
+
+
+def _include_routers(app: FastAPI) -> None:
     for r in (
         health,
         users,
@@ -142,6 +140,10 @@ def create_app(
         agui,
     ):
         app.include_router(r.router)
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """Added innermost first: each one added later wraps the ones before it."""
     app.add_middleware(
         BodyLimit, limit=DEFAULT_BODY, upload_limit=body_limit(settings.max_upload_bytes)
     )
@@ -155,6 +157,34 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # on the app's answers and the limits' refusals
     # Outside even that: a request for another site's name (DNS rebinding) gets nothing.
     app.add_middleware(TrustedHosts, allowed=settings.trusted_hosts)
+
+
+def create_app(
+    settings: Settings,
+    temporal: Client | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> FastAPI:
+    """`tracer_provider`: tests pass an in-memory one; else traces follow LOMO_OTEL_ENDPOINT."""
+    provider = tracer_provider or telemetry.tracer_provider(settings, "lomo-api")
+    url = settings.resolved_database_url
+    relay = commit_relay(url, settings.bell_dir)
+    listener = notify_listener(url) if relay is None else None
+    app = FastAPI(
+        title="Lomo",
+        version="0.1.0",
+        lifespan=_lifespan(settings, relay, listener),
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.db = Database(url, relay=relay)
+    app.state.bell_listener = listener
+    app.state.assets = make_asset_store(settings)
+    app.state.streams = StreamSlots(settings.max_sse_per_person)
+    app.state.temporal = _temporal_getter(temporal, settings, provider)
+    errors.install(app)
+    _include_routers(app)
+    _add_middleware(app, settings)
     app.include_router(metrics.router)
     if provider is not None:
         FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)

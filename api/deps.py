@@ -21,6 +21,7 @@ from lomo.db.models import User
 from lomo.db.pages import Page
 from lomo.errors import Forbidden, Unauthorized
 from lomo.settings import Settings
+from lomo.signing import refusal
 from workspace.store import BlobStore
 
 
@@ -113,6 +114,25 @@ async def require_admin(
         raise Unauthorized("admin token required")
 
 
+async def signed_body(
+    request: Request,
+    settings: Annotated[Settings, Depends(get_settings)],
+    x_lomo_signature: Annotated[str | None, Header()] = None,
+) -> bytes:
+    """The raw body of a signed report (generation callback, payment webhook), checked
+    before anything parses it: the signature covers these exact bytes."""
+    body = await request.body()
+    refused = refusal(
+        settings.callback_secret.get_secret_value(),
+        body,
+        x_lomo_signature,
+        settings.callback_max_age_seconds,
+    )
+    if refused:
+        raise Unauthorized(refused)
+    return body
+
+
 async def get_page(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="rows per page")] = DEFAULT_LIMIT,
     cursor: Annotated[
@@ -145,3 +165,4 @@ StreamsDep = Annotated[StreamSlots, Depends(get_streams)]
 HandoffDep = Annotated[HandoffState, Depends(get_handoff_state)]
 AdminDep = Annotated[None, Depends(require_admin)]
 PageDep = Annotated[Page, Depends(get_page)]
+SignedBody = Annotated[bytes, Depends(signed_body)]

@@ -19,6 +19,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import typer
 
 from lomo.settings import Settings, get_settings
+from lomo.states import WAITING_TASK, TaskStatus
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 user_app = typer.Typer(no_args_is_help=True)
@@ -202,9 +203,11 @@ def tasks(
 def stuck_query(minutes: float, user: str | None, now: datetime) -> str:
     """The visibility query an operator would type into the Temporal Web UI."""
     cutoff = (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # In the enum's order, so the query reads the same every time.
+    waiting = ", ".join(f'"{s}"' for s in TaskStatus if s in WAITING_TASK)
     q = (
         'WorkflowType = "TaskWorkflow" AND ExecutionStatus = "Running" AND '
-        'LomoTaskStatus IN ("waiting_generation", "waiting_user", "paused") AND '
+        f"LomoTaskStatus IN ({waiting}) AND "
         f'LomoWaitingSince < "{cutoff}"'
     )
     return q + (f' AND LomoUserId = "{user}"' if user else "")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from context.types import MsgRow, StepData
 from llm.types import Block, ImageBlock, TextBlock
+from lomo.states import OrderStatus
 from workspace.preview import ATTACHED_LABEL, BEFORE_LABEL, RESULT_LABEL, Preview
 
 
 def focus(data: StepData) -> list[str]:
     """The results this step should look at (each after the picture it revised, if any)."""
     reported = {o for st in data.steps for o in st.reported_orders or []}
-    done = [o for o in data.orders if o.status == "succeeded" and o.object_id]
+    done = [o for o in data.orders if o.status == OrderStatus.SUCCEEDED and o.object_id]
     fresh = [o for o in done if o.id not in reported]
     if not fresh and done and _about_earlier_work(data):
         fresh = [done[-1]]

@@ -10,6 +10,7 @@ from typing import Any
 from context.types import CardRow, ItemRow, Recalled, StepData, TaskHead
 from flows.graph import run_of_call
 from lomo import clock
+from lomo.states import CardStatus, OrderStatus
 from routing.text import detect_language, language_name
 
 
@@ -76,9 +77,9 @@ def _checklist_lines(items: list[ItemRow]) -> list[str]:
 def _card_lines(cards: list[CardRow], since: datetime | None) -> list[str]:
     lines = []
     for c in cards:
-        if c.status == "open":
+        if c.status == CardStatus.OPEN:
             lines.append(f"[runtime] waiting for the person on card {c.id} ({c.kind}): {c.title}")
-        elif c.status == "answered" and _after(c.answered_at, since):
+        elif c.status == CardStatus.ANSWERED and _after(c.answered_at, since):
             a = c.answer or {}
             choice = f" option {a.get('option_id')}" if a.get("option_id") else ""
             text = f": {a.get('text')}" if a.get("text") else ""
@@ -99,13 +100,13 @@ def _order_lines(data: StepData, reported: set[str]) -> tuple[list[str], list[st
         if run_of_call(o.idempotency_key):
             continue  # a flow node's order: its run's progress line speaks for it
         unseen = o.id not in reported or (bool(data.items) and o.object_id not in attached)
-        if o.status == "succeeded" and o.object_id and unseen:
+        if o.status == OrderStatus.SUCCEEDED and o.object_id and unseen:
             lines.append(f"[runtime] generation succeeded: order {o.id} → asset {o.object_id}")
             shown.append(o.id)
-        elif o.status == "failed" and o.id not in reported:
+        elif o.status == OrderStatus.FAILED and o.id not in reported:
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
             shown.append(o.id)
-        elif o.status != "failed" and not o.object_id:
+        elif o.status != OrderStatus.FAILED and not o.object_id:
             # Succeeded but its asset not stored yet: still a job the task waits on (the
             # workflow collects it), never invisible, or the model would order it again.
             lines.append(f"[runtime] waiting on order {o.id} ({o.status})")

@@ -9,9 +9,7 @@ from sqlalchemy import DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from lomo.db.models import Base, utcnow
-
-RUN_STATUSES = ("planning", "waiting_price", "running", "succeeded", "failed", "declined")
-NODE_STATUSES = ("pending", "running", "done", "reused", "failed", "blocked", "removed")
+from lomo.states import FlowNodeStatus, FlowRunStatus
 
 
 class FlowRun(Base):
@@ -21,7 +19,7 @@ class FlowRun(Base):
     flow_id: Mapped[str] = mapped_column(String(40), index=True)
     task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     attempt: Mapped[int] = mapped_column(Integer, default=1)  # a resume is the next attempt
-    status: Mapped[str] = mapped_column(String(20), default="planning")
+    status: Mapped[str] = mapped_column(String(20), default=FlowRunStatus.PLANNING)
     version: Mapped[int] = mapped_column(Integer)  # the flow version last planned
     total_nodes: Mapped[int] = mapped_column(Integer, default=0)
     price_cents: Mapped[int] = mapped_column(Integer, default=0)  # what must run, quoted
@@ -36,7 +34,7 @@ class FlowRunNode(Base):
     __tablename__ = "flow_run_nodes"
     run_id: Mapped[str] = mapped_column(ForeignKey("flow_runs.id"), primary_key=True)
     node_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    status: Mapped[str] = mapped_column(String(20), default="pending")
+    status: Mapped[str] = mapped_column(String(20), default=FlowNodeStatus.PENDING)
     hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     version: Mapped[int | None] = mapped_column(Integer, nullable=True)  # flow version used
     order_id: Mapped[str | None] = mapped_column(String(40), nullable=True)

@@ -14,9 +14,7 @@ from flows.models import FlowResult, FlowRun, FlowRunNode
 from lomo.db.models import ObjectVersion, Task, TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.ids import new_id
-
-ACTIVE = ("planning", "waiting_price", "running")
-FINISHED_NODE = ("done", "reused")
+from lomo.states import ACTIVE_FLOW_RUN, FlowNodeStatus, FlowRunStatus
 
 
 def now() -> datetime:
@@ -26,7 +24,7 @@ def now() -> datetime:
 async def active_run(s: AsyncSession, flow_id: str) -> FlowRun | None:
     run: FlowRun | None = await s.scalar(
         select(FlowRun)
-        .where(FlowRun.flow_id == flow_id, FlowRun.status.in_(ACTIVE))
+        .where(FlowRun.flow_id == flow_id, FlowRun.status.in_(ACTIVE_FLOW_RUN))
         .order_by(FlowRun.created_at.desc())
     )
     return run
@@ -46,7 +44,7 @@ async def create_run(
         flow_id=flow_id,
         task_id=task_id,
         attempt=1,
-        status="planning",
+        status=FlowRunStatus.PLANNING,
         version=version,
         total_nodes=0,
         price_cents=0,
@@ -85,8 +83,8 @@ async def open_run(s: AsyncSession, user_id: str, flow_id: str, task_id: str | N
 async def abandon(s: AsyncSession, run_id: str, reason: str) -> None:
     """A run whose workflow could not be started: ended, so the flow can run again."""
     run = await s.get(FlowRun, run_id, with_for_update=True)
-    if run is not None and run.status == "planning":
-        run.status, run.reason, run.ended_at = "failed", reason, now()
+    if run is not None and run.status == FlowRunStatus.PLANNING:
+        run.status, run.reason, run.ended_at = FlowRunStatus.FAILED, reason, now()
 
 
 async def get_run(s: AsyncSession, user_id: str, run_id: str, lock: bool = False) -> FlowRun:
@@ -99,13 +97,13 @@ async def get_run(s: AsyncSession, user_id: str, run_id: str, lock: bool = False
 async def resume_run(s: AsyncSession, user_id: str, run_id: str) -> FlowRun:
     """The next attempt of an ended run: finished nodes are reused, the rest run again."""
     run = await get_run(s, user_id, run_id, lock=True)
-    if run.status in ACTIVE:
+    if run.status in ACTIVE_FLOW_RUN:
         raise Conflict(f"flow run {run_id} is {run.status}; only an ended run resumes")
     other = await active_run(s, run.flow_id)
     if other is not None:
         raise Conflict(f"flow {run.flow_id} is already running as {other.id}", run_id=other.id)
     run.attempt += 1
-    run.status, run.reason, run.ended_at, run.updated_at = "planning", "", None, now()
+    run.status, run.reason, run.ended_at, run.updated_at = FlowRunStatus.PLANNING, "", None, now()
     return run
 
 
@@ -117,7 +115,9 @@ async def node_rows(s: AsyncSession, run_id: str) -> dict[str, FlowRunNode]:
 async def node_row(s: AsyncSession, run_id: str, node_id: str) -> FlowRunNode:
     row = await s.get(FlowRunNode, (run_id, node_id), with_for_update=True)
     if row is None:
-        row = FlowRunNode(run_id=run_id, node_id=node_id, status="pending", stale=False)
+        row = FlowRunNode(
+            run_id=run_id, node_id=node_id, status=FlowNodeStatus.PENDING, stale=False
+        )
         s.add(row)
         await s.flush()
     return row
@@ -167,11 +167,11 @@ def run_view(run: FlowRun, nodes: dict[str, FlowRunNode]) -> dict[str, Any]:
         "card_id": run.card_id,
         "progress": {
             "total": run.total_nodes,
-            "done": counts.get("done", 0) + counts.get("reused", 0),
-            "reused": counts.get("reused", 0),
-            "running": counts.get("running", 0),
-            "failed": counts.get("failed", 0),
-            "blocked": counts.get("blocked", 0),
+            "done": counts.get(FlowNodeStatus.DONE, 0) + counts.get(FlowNodeStatus.REUSED, 0),
+            "reused": counts.get(FlowNodeStatus.REUSED, 0),
+            "running": counts.get(FlowNodeStatus.RUNNING, 0),
+            "failed": counts.get(FlowNodeStatus.FAILED, 0),
+            "blocked": counts.get(FlowNodeStatus.BLOCKED, 0),
         },
         "nodes": {
             nid: {
@@ -221,7 +221,11 @@ async def progress_lines(s: AsyncSession, task_id: str, limit: int = 3) -> list[
             f"flow run {run.id} of {run.flow_id} (v{run.version}): {run.status}, "
             f"{p['done']} of {p['total']} nodes done"
         )
-        failed = [f"{n}: {v['error']}" for n, v in view["nodes"].items() if v["status"] == "failed"]
+        failed = [
+            f"{n}: {v['error']}"
+            for n, v in view["nodes"].items()
+            if v["status"] == FlowNodeStatus.FAILED
+        ]
         if failed:
             line += f"; failed: {'; '.join(failed[:5])}"
         if p["blocked"]:
@@ -229,9 +233,9 @@ async def progress_lines(s: AsyncSession, task_id: str, limit: int = 3) -> list[
         stale = [n for n, v in view["nodes"].items() if v["stale"]]
         if stale:
             line += f"; stale (the flow changed after they ran): {', '.join(stale[:10])}"
-        if run.status == "succeeded":
+        if run.status == FlowRunStatus.SUCCEEDED:
             line += f"; results: {', '.join(await _outputs(s, run))}"
-        if run.status == "waiting_price" and run.card_id:
+        if run.status == FlowRunStatus.WAITING_PRICE and run.card_id:
             line += f"; waiting for the person's price card {run.card_id}"
         lines.append(line)
     return lines

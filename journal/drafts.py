@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from lomo.db.engine import Database
 from lomo.events import append_event
+from lomo.states import EventType
 
-DELTA_EVENT = "reply.delta"
+DELTA_EVENT = EventType.REPLY_DELTA
 
 
 @dataclass

@@ -18,6 +18,7 @@ from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
 from lomo.events import append_event
+from lomo.states import EventType
 
 # Still the person's to take back: neither withdrawn nor moved away.
 OPEN: ColumnElement[bool] = and_(MessageRow.withdrawn_at.is_(None), MessageRow.moved_to.is_(None))
@@ -43,7 +44,9 @@ async def take_messages(db: Database, user_id: str, task_id: str, ids: list[str]
             )
         )
         for mid in sorted(taken):
-            await append_event(s, user_id, "message.read", {"message_id": mid, "task_id": task_id})
+            await append_event(
+                s, user_id, EventType.MESSAGE_READ, {"message_id": mid, "task_id": task_id}
+            )
         readable = set(
             await s.scalars(
                 select(MessageRow.id).where(
@@ -73,6 +76,6 @@ async def withdraw(db: Database, user_id: str, message_id: str) -> MessageRow | 
         ).first()
         if done is not None:
             data: dict[str, Any] = {"message_id": message_id, "task_id": done[0]}
-            await append_event(s, user_id, "message.withdrawn", data)
+            await append_event(s, user_id, EventType.MESSAGE_WITHDRAWN, data)
         row = await s.get(MessageRow, message_id, populate_existing=True)
     return row if row is not None and row.user_id == user_id else None

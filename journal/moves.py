@@ -13,10 +13,9 @@ from journal.marks import OPEN
 from lomo import clock
 from lomo.db.models import MessageRow
 from lomo.ids import new_id
+from lomo.states import RoutingStatus
+from lomo.words import say
 from routing.text import detect_language
-
-NOTICE_MARK = "[Notice, not from the person]"
-NOTICE_MARK_DE = "[Hinweis, nicht von der Person]"
 
 
 async def mark_moved(s: AsyncSession, old: MessageRow, copy_id: str) -> bool:
@@ -71,7 +70,7 @@ def moved_copy(old: MessageRow, task_id: str) -> MessageRow:
         user_id=old.user_id,
         text=old.text,
         target=target,
-        routing_status="routed",
+        routing_status=RoutingStatus.ROUTED,
         deterministic=True,
         decision="existing",
         task_id=task_id,
@@ -88,7 +87,7 @@ def notice_row(old: MessageRow, source: str, to_task: str, goal: str) -> Message
         user_id=old.user_id,
         text=notice_text(old.text, goal),
         target={"notice": "moved", "message_id": old.id, "task_id": to_task},
-        routing_status="routed",
+        routing_status=RoutingStatus.ROUTED,
         deterministic=True,
         decision="existing",
         task_id=source,
@@ -98,13 +97,6 @@ def notice_row(old: MessageRow, source: str, to_task: str, goal: str) -> Message
 
 
 def notice_text(said: str, goal: str) -> str:
+    """The note in the task a message left, in the language the message was written in."""
     quoted = said if len(said) <= 200 else said[:200] + "…"
-    if detect_language(said) == "de":
-        return (
-            f"{NOTICE_MARK_DE} Die Nachricht „{quoted}“ gehört zur Aufgabe „{goal}“ und "
-            "wurde dorthin verschoben. Hier nicht weiter darauf eingehen."
-        )
-    return (
-        f'{NOTICE_MARK} The message "{quoted}" belongs to the task "{goal}" and was moved '
-        "there. Do not act on it further here."
-    )
+    return say("journal.moved", detect_language(said), said=quoted, goal=goal)

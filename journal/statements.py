@@ -37,6 +37,7 @@ from lomo.db.models import (
 )
 from lomo.db.query import in_list
 from lomo.events import event_after
+from lomo.states import CardStatus
 
 TASKS: Table = Task.__table__  # type: ignore[assignment]
 MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
@@ -306,8 +307,8 @@ FENCED_OUT = select(Task.id).where(
 )
 EXPIRE_CARDS = (
     update(CARDS)
-    .where(CARDS.c.task_id == bindparam("p_id"), CARDS.c.status == "open")
-    .values(status="expired")
+    .where(CARDS.c.task_id == bindparam("p_id"), CARDS.c.status == CardStatus.OPEN)
+    .values(status=CardStatus.EXPIRED)
 )
 
 

@@ -13,6 +13,7 @@ from journal.backend import Batch
 from journal.types import TERMINAL_TASK_STATUSES, StatusChange
 from lomo.db.query import Query, Rows
 from lomo.events import event_queries
+from lomo.states import EventType
 
 
 async def write_changes(
@@ -32,10 +33,10 @@ async def write_changes(
         got = await batch(update, *_after(change, check_task))
         changed = status_changed(got, change, check_task)
         for user_id in changed:
-            await batch(*event_queries(user_id, "task.status", data, at))
+            await batch(*event_queries(user_id, EventType.TASK_STATUS, data, at))
     if change.reply is not None:
         for user_id in changed:
-            await batch(*event_queries(user_id, "task.reply", change.reply, at))
+            await batch(*event_queries(user_id, EventType.TASK_REPLY, change.reply, at))
     if changed and change.status in TERMINAL_TASK_STATUSES:
         # What can be cancelled is: open questions to the person expire.
         await batch(Query(st.EXPIRE_CARDS, {"p_id": change.task_id}))
@@ -46,7 +47,7 @@ def pipelined_status(change: StatusChange, at: datetime, check_task: bool = Fals
     """Postgres: the change and its event as statements to send in one batch (a step's
     commit sends them after marking its messages); `status_changed` reads their rows."""
     params, data = _values(change, at)
-    event = {"p_type": "task.status", "p_data": data, "p_ev_at": at}
+    event = {"p_type": EventType.TASK_STATUS, "p_data": data, "p_ev_at": at}
     cte = Query(st.status_with_event(*_shape(change)), {**params, **event})
     return [cte, *_after(change, check_task)]
 

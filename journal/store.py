@@ -48,6 +48,7 @@ from journal.types import (
 from lomo.db.engine import Database
 from lomo.db.query import Query, Rows
 from lomo.events import event_queries, ring
+from lomo.states import CardStatus, EventType
 from memory.context import (
     exclusion_queries,
     exclusions_of,
@@ -353,7 +354,7 @@ def _step_writes(rec: StepRecord) -> tuple[list[Query], list[Query]]:
         rest.append(Query(st.PLAN_CALL, {**values, "p_task": rec.task_id, "p_at": rec.at}))
     if rec.reply:
         reply = {"task_id": rec.task_id, "text": rec.reply, "turn": rec.turn, "step": rec.step}
-        rest += event_queries(rec.user_id, "task.reply", reply, rec.at)
+        rest += event_queries(rec.user_id, EventType.TASK_REPLY, reply, rec.at)
     # Which memory versions this output drew on: forgetting one excludes it.
     rest += usage_queries(rec.task_id, rec.turn, rec.step, rec.memory_versions, rec.at)
     return marks, rest
@@ -387,13 +388,15 @@ def _output_values(res: CallResult) -> dict[str, Any]:
 def turn_facts(items: list[ItemRow], cards: list[CardRow], turn: int) -> TurnFacts:
     """The checklist summary the stop-check needs. The current step is the first one not
     closed; it is a checkpoint when it needs the person and no card asks about it yet."""
-    decided = {str((c.payload or {}).get("item_id")) for c in cards if c.status != "expired"}
+    decided = {
+        str((c.payload or {}).get("item_id")) for c in cards if c.status != CardStatus.EXPIRED
+    }
     facts = TurnFacts(
         checklist_total=len(items),
         checklist_open=sum(i.status not in CLOSED_ITEMS for i in items),
         blocked=next((f"{i.title}: {i.note}" for i in items if i.status == "blocked"), ""),
         progress=any(i.done_turn == turn for i in items),
-        open_cards=sorted(c.id for c in cards if c.status == "open"),
+        open_cards=sorted(c.id for c in cards if c.status == CardStatus.OPEN),
     )
     current = next((i for i in items if i.status not in CLOSED_ITEMS), None)
     if current and current.requires_confirmation and current.id not in decided:

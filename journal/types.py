@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from context.types import StepData
+from lomo.states import TERMINAL_TASK
 
 # A person's stop, an archive and a lightweight task's completion end the workflow; a
 # change to one of them expires the task's open cards.
-TERMINAL_TASK_STATUSES = ("stopped", "completed", "failed", "archived")
+TERMINAL_TASK_STATUSES = TERMINAL_TASK
 
 
 @dataclass(frozen=True, slots=True)

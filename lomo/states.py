@@ -78,7 +78,7 @@ class OrderStatus(StrEnum):
 
 TERMINAL_ORDER = frozenset({OrderStatus.SUCCEEDED, OrderStatus.FAILED})
 # How far along each status is: a callback never moves an order back.
-ORDER_RANK = {
+ORDER_RANK: dict[str, int] = {
     OrderStatus.CREATED: 0,
     OrderStatus.SUBMITTED: 1,
     OrderStatus.QUEUED: 2,
@@ -110,9 +110,59 @@ class EventType(StrEnum):
     TASK_CHECKLIST = "task.checklist"
     CARD_CREATED = "card.created"
     CARD_ANSWERED = "card.answered"
+    GENERATION_PROGRESS = "generation.progress"
+    GENERATION_COMPLETED = "generation.completed"
     BUDGET_CHANGED = "budget.changed"
     OBJECT_VERSION = "object.version"
     OBJECT_DELETED = "object.deleted"
     MEMORY_CHANGED = "memory.changed"
     FLOW_RUN = "flow.run"
     FLOW_NODE = "flow.node"
+
+
+class PaymentStatus(StrEnum):
+    """A top-up payment, in the order the payment provider moves it through them."""
+
+    CREATED = "created"
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+TERMINAL_PAYMENT = frozenset({PaymentStatus.SUCCEEDED, PaymentStatus.FAILED})
+# How far along each status is: a webhook never moves a payment back.
+PAYMENT_RANK: dict[str, int] = {
+    PaymentStatus.CREATED: 0,
+    PaymentStatus.PENDING: 1,
+    PaymentStatus.SUCCEEDED: 2,
+    PaymentStatus.FAILED: 2,
+}
+
+
+class FlowRunStatus(StrEnum):
+    PLANNING = "planning"
+    WAITING_PRICE = "waiting_price"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DECLINED = "declined"
+
+
+# A run in one of these still has work ahead: a new run of its flow waits for it.
+ACTIVE_FLOW_RUN = frozenset(
+    {FlowRunStatus.PLANNING, FlowRunStatus.WAITING_PRICE, FlowRunStatus.RUNNING}
+)
+
+
+class FlowNodeStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    REUSED = "reused"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    REMOVED = "removed"
+
+
+# A node in one of these has its result: a later run reuses it.
+FINISHED_FLOW_NODE = frozenset({FlowNodeStatus.DONE, FlowNodeStatus.REUSED})

@@ -9,9 +9,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cards.store import create_card
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, NotFound
+from lomo.language import task_language
+from lomo.states import CardAction, CardKind
+from lomo.words import say
 from memory.models import Memory
-
-FORGET_OPTIONS = [{"id": "confirm", "label": "Forget"}, {"id": "reject", "label": "Keep"}]
 
 
 async def request_forget_card(
@@ -26,18 +27,22 @@ async def request_forget_card(
     text = (text or "").strip() or None
     if not memory_id and not text:
         raise InvalidInput("name a memory_id or a text to forget")
-    what = f"“{text}”" if text else ""
+    lang = await task_language(s, task_id)
+    what = say("memory.forget.text", lang, text=text) if text else ""
     if memory_id:
         memory = await s.get(Memory, memory_id)
         if memory is None or memory.user_id != user_id:
             raise NotFound(f"no memory {memory_id}")
-        what = what or f"memory {memory_id}"
+        what = what or say("memory.forget.memory", lang, memory_id=memory_id)
     return await create_card(
         s,
         user_id=user_id,
-        kind="forget",
-        title=f"Forget {what}, and everything derived from it? This cannot be undone.",
-        options=FORGET_OPTIONS,
+        kind=CardKind.FORGET,
+        title=say("memory.forget", lang, what=what),
+        options=[
+            {"id": CardAction.CONFIRM, "label": say("memory.forget.yes", lang)},
+            {"id": CardAction.REJECT, "label": say("memory.forget.no", lang)},
+        ],
         task_id=task_id,
         payload={"memory_id": memory_id, "text": text},
         key=key,

@@ -17,6 +17,7 @@ from lomo.db.models import MessageRow
 from lomo.errors import ModelOutputError, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.states import EventType
 from memory.candidates import build_request, judge, raw_candidates
 from memory.chains import Applied, Touched, apply_candidate, rebuild_profile, rebuild_summary
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
@@ -150,7 +151,7 @@ async def finish(
         await append_event(
             s,
             user_id,
-            "memory.changed",
+            EventType.MEMORY_CHANGED,
             {**event, "profile_version": snap.version if snap else None},
         )
     return snap.version if snap else None

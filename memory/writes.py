@@ -19,6 +19,7 @@ from lomo.db.engine import Database
 from lomo.db.models import Card
 from lomo.errors import InvalidInput, ModelOutputError, NotFound
 from lomo.settings import Settings
+from lomo.states import CardKind, CardStatus
 from memory.candidates import Candidate
 from memory.chains import Touched, apply_candidate
 from memory.episodes import write_episodes
@@ -79,8 +80,8 @@ class MemoryWrites:
                 select(Card)
                 .where(
                     Card.user_id == user_id,
-                    Card.kind == "forget",
-                    Card.status == "answered",
+                    Card.kind == CardKind.FORGET,
+                    Card.status == CardStatus.ANSWERED,
                     Card.id.not_in(done),
                 )
                 .order_by(Card.answered_at)
@@ -90,7 +91,7 @@ class MemoryWrites:
     async def forget(self, inp: ForgetInput) -> ForgetOutput:
         async with self.db.session() as s:
             card = await s.get(Card, inp.card_id)
-            if card is None or card.user_id != inp.user_id or card.kind != "forget":
+            if card is None or card.user_id != inp.user_id or card.kind != CardKind.FORGET:
                 raise Refused(f"no forget card {inp.card_id}")
             if not confirmed(card):
                 # Only the person's confirmation authorizes forgetting, never a caller's claim.

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from lomo import clock
 from lomo.db.models import GenerationOrder
 from lomo.events import append_event
+from lomo.states import TERMINAL_ORDER, EventType, OrderStatus
 from lomo.telemetry import MONEY_CENTS
 from money.models import Account, LedgerEntry
 
@@ -124,7 +125,7 @@ async def _entry(
     await append_event(
         s,
         acc.user_id,
-        "budget.changed",
+        EventType.BUDGET_CHANGED,
         {
             "entry": kind,
             "amount_cents": amount,
@@ -190,7 +191,7 @@ async def close_reservation(
     )
     if closed:
         return None
-    kind = "settle" if order.status == "succeeded" else "refund"
+    kind = "settle" if order.status == OrderStatus.SUCCEEDED else "refund"
     return await _entry(
         s,
         acc,
@@ -265,10 +266,10 @@ async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
         kinds = by_key.get(o.idempotency_key, set())
         if "reserve" not in kinds and o.price_cents:
             problems.append(f"order {o.id} without a reservation")
-        if o.status == "succeeded" and "settle" not in kinds:
+        if o.status == OrderStatus.SUCCEEDED and "settle" not in kinds:
             problems.append(f"order {o.id} succeeded but not settled")
-        if o.status == "failed" and "refund" not in kinds:
+        if o.status == OrderStatus.FAILED and "refund" not in kinds:
             problems.append(f"order {o.id} failed but not refunded")
-        if o.status not in ("succeeded", "failed") and kinds & {"settle", "refund"}:
+        if o.status not in TERMINAL_ORDER and kinds & {"settle", "refund"}:
             problems.append(f"order {o.id} open but its reservation is closed")
     return problems

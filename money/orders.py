@@ -29,14 +29,22 @@ from lomo import clock
 from lomo.db.models import Card, GenerationOrder
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.language import task_language
 from lomo.settings import Settings
+from lomo.states import (
+    ORDER_RANK,
+    TERMINAL_ORDER,
+    CardAction,
+    CardKind,
+    CardStatus,
+    EventType,
+    OrderStatus,
+)
 from lomo.telemetry import ORDERS
+from lomo.words import euros, say
 from money.ledger import close_reservation, lock_account, reserve, reverse_settlement
 from money.policy import authorize
 
-# Order states in their only allowed direction; a lower rank never overwrites a higher one.
-ORDER_RANK = {"created": 0, "submitted": 1, "queued": 2, "running": 3, "succeeded": 4, "failed": 4}
-TERMINAL_ORDER = ("succeeded", "failed")
 # The refund rule's reason (an upstream without idempotency keys only).
 UNCLEAR_SUBMIT = "upstream submit outcome unclear (no job id recorded); refunded, not resubmitted"
 # A success whose result lives elsewhere fails as an upstream failure does (and refunds):
@@ -108,17 +116,19 @@ async def place_order(
     card = await s.scalar(select(Card).where(Card.user_id == req.user_id, Card.key == req.call_id))
     if (
         card is not None
-        and card.status == "answered"
-        and (card.answer or {}).get("action") != ("confirm")
+        and card.status == CardStatus.ANSWERED
+        and (card.answer or {}).get("action") != CardAction.CONFIRM
     ):
         return Refused("the person declined this paid call; do not repeat it unasked")
     decision = await authorize(s, req.user_id, req.task_id, req.call_id, req.price_cents, settings)
     if decision.grant is None:
+        lang = await task_language(s, req.task_id)
+        amount = euros(req.price_cents, lang)
         card = await create_card(
             s,
             user_id=req.user_id,
-            kind="price",
-            title=f"{req.kind} with {req.model}: {req.price_cents / 100:.2f} EUR",
+            kind=CardKind.PRICE,
+            title=say("money.price", lang, kind=req.kind, model=req.model, amount=amount),
             task_id=req.task_id,
             price_cents=req.price_cents,
             payload={
@@ -144,13 +154,13 @@ async def place_order(
         model=req.model,
         params=req.params,
         price_cents=req.price_cents,
-        status="created",
+        status=OrderStatus.CREATED,
         progress=0.0,
         last_seq=-1,
     )
     s.add(order)
     await s.flush()
-    ORDERS.labels("created").inc()
+    ORDERS.labels(OrderStatus.CREATED).inc()
     await reserve(s, acc, order, decision.grant)  # checked above, under the same lock
     return Placed(order, new=True)
 
@@ -166,23 +176,35 @@ async def _await_credit(
         await s.scalar(
             select(func.count())
             .select_from(Card)
-            .where(Card.user_id == req.user_id, Card.kind == "credit", Card.key.startswith(prefix))
+            .where(
+                Card.user_id == req.user_id,
+                Card.kind == CardKind.CREDIT,
+                Card.key.startswith(prefix),
+            )
         )
         or 0
     )
     last = await s.scalar(
         select(Card).where(Card.user_id == req.user_id, Card.key == f"{prefix}{n - 1}")
     )
-    if last is not None and last.status == "open":
+    if last is not None and last.status == CardStatus.OPEN:
         return NeedsCredit(last, short)
-    if last is not None and (last.answer or {}).get("action") == "reject":
+    if last is not None and (last.answer or {}).get("action") == CardAction.REJECT:
         return Refused(f"{short}; the person chose not to add credit for this call")
+    lang = await task_language(s, req.task_id)
+    title = say(
+        "money.credit",
+        lang,
+        kind=req.kind,
+        model=req.model,
+        amount=euros(req.price_cents, lang),
+        balance=euros(balance, lang),
+    )
     card = await create_card(
         s,
         user_id=req.user_id,
-        kind="credit",
-        title=f"Add credit: {req.kind} with {req.model} costs {req.price_cents / 100:.2f} EUR, "
-        f"{balance / 100:.2f} EUR left",
+        kind=CardKind.CREDIT,
+        title=title,
         task_id=req.task_id,
         price_cents=req.price_cents,
         payload={
@@ -210,7 +232,7 @@ async def claim_submit(s: AsyncSession, order_id: str, again: bool = False) -> b
         .where(
             GenerationOrder.id == order_id,
             GenerationOrder.submit_started_at.is_(None),
-            GenerationOrder.status == "created",
+            GenerationOrder.status == OrderStatus.CREATED,
         )
         .values(submit_started_at=now(), updated_at=now())
     )
@@ -222,7 +244,7 @@ async def claim_submit(s: AsyncSession, order_id: str, again: bool = False) -> b
         .where(
             GenerationOrder.id == order_id,
             GenerationOrder.upstream_job_id.is_(None),
-            GenerationOrder.status == "created",
+            GenerationOrder.status == OrderStatus.CREATED,
         )
         .values(updated_at=now())
     )
@@ -248,11 +270,11 @@ async def record_job_id(s: AsyncSession, order_id: str, job_id: str) -> None:
     )
     moved = await s.execute(
         update(GenerationOrder)
-        .where(GenerationOrder.id == order_id, GenerationOrder.status == "created")
-        .values(status="submitted", updated_at=now())
+        .where(GenerationOrder.id == order_id, GenerationOrder.status == OrderStatus.CREATED)
+        .values(status=OrderStatus.SUBMITTED, updated_at=now())
     )
     if getattr(moved, "rowcount", 0):
-        ORDERS.labels("submitted").inc()
+        ORDERS.labels(OrderStatus.SUBMITTED).inc()
 
 
 def submit_unclear(order: GenerationOrder, settings: Settings) -> bool:
@@ -268,7 +290,7 @@ async def fail_order(
     s: AsyncSession, order: GenerationOrder, reason: str, settings: Settings
 ) -> bool:
     changed, _ = await record_job_state(
-        s, order, "failed", order.progress, None, {"error": reason}, settings
+        s, order, OrderStatus.FAILED, order.progress, None, {"error": reason}, settings
     )
     return changed
 
@@ -321,10 +343,10 @@ def apply_job_state(
     order.progress = max(order.progress, progress)
     if seq is not None:
         order.last_seq = seq
-    if status == "succeeded":
+    if status == OrderStatus.SUCCEEDED:
         order.result_url = job.get("result_url")
         order.progress = 1.0
-    if status == "failed":
+    if status == OrderStatus.FAILED:
         order.error = job.get("error") or "upstream failure"
     order.updated_at = now()
     return changed
@@ -351,8 +373,8 @@ async def record_job_state(
         .values(updated_at=GenerationOrder.updated_at)
     )
     await session.refresh(order)
-    if status == "succeeded" and not on_upstream_origin(job.get("result_url"), settings):
-        status, job = "failed", {"error": OFF_ORIGIN}
+    if status == OrderStatus.SUCCEEDED and not on_upstream_origin(job.get("result_url"), settings):
+        status, job = OrderStatus.FAILED, {"error": OFF_ORIGIN}
     was_terminal = order.status in TERMINAL_ORDER
     if was_terminal or status in TERMINAL_ORDER:
         # Lock order: account before the per-user event counter, as in place_order;
@@ -364,7 +386,7 @@ async def record_job_state(
         await append_event(
             session,
             order.workspace_id,
-            "generation.completed" if now_terminal else "generation.progress",
+            EventType.GENERATION_COMPLETED if now_terminal else EventType.GENERATION_PROGRESS,
             {
                 "order_id": order.id,
                 "task_id": order.task_id,

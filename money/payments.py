@@ -23,12 +23,19 @@ from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
+from lomo.states import (
+    PAYMENT_RANK,
+    TERMINAL_PAYMENT,
+    CardAction,
+    CardKind,
+    CardStatus,
+    EventType,
+    PaymentStatus,
+)
 from money.ledger import deposit, lock_account
 from money.models import Payment
 
-PAYMENT_RANK = {"created": 0, "pending": 1, "succeeded": 2, "failed": 2}
-TERMINAL_PAYMENT = ("succeeded", "failed")
-CREDIT_ANSWER = {"action": "confirm", "option_id": None, "text": "credit was added"}
+CREDIT_ANSWER = {"action": CardAction.CONFIRM, "option_id": None, "text": "credit was added"}
 
 
 def now() -> datetime:
@@ -74,7 +81,7 @@ async def open_payment(
         user_id=user_id,
         amount_cents=amount,
         currency="EUR",
-        status="created",
+        status=PaymentStatus.CREATED,
         request_key=key,
         updated_at=now(),
     )
@@ -102,8 +109,8 @@ async def record_checkout(
     )
     await s.execute(
         update(Payment)
-        .where(Payment.id == payment_id, Payment.status == "created")
-        .values(status="pending", updated_at=now())
+        .where(Payment.id == payment_id, Payment.status == PaymentStatus.CREATED)
+        .values(status=PaymentStatus.PENDING, updated_at=now())
     )
 
 
@@ -145,17 +152,17 @@ async def apply_report(s: AsyncSession, r: Report, settings: Settings) -> Booked
     if p.status in TERMINAL_PAYMENT or PAYMENT_RANK[r.status] <= PAYMENT_RANK[p.status]:
         return Booked(changed=False, deposited=False)
     p.status, p.updated_at = r.status, now()
-    if r.status == "failed":
+    if r.status == PaymentStatus.FAILED:
         p.error = (r.error or "the payment failed")[:200]
     booked = Booked(changed=True, deposited=False)
-    if r.status == "succeeded":
+    if r.status == PaymentStatus.SUCCEEDED:
         p.completed_at = now()
         entry = await deposit(
             s, p.user_id, p.amount_cents, deposit_key(p.id), settings.initial_credit_cents
         )
         booked.deposited = entry is not None
         booked.cards = await answer_credit_cards(s, p.user_id)
-    await append_event(s, p.user_id, "budget.changed", {"payment": payment_view(p)})
+    await append_event(s, p.user_id, EventType.BUDGET_CHANGED, {"payment": payment_view(p)})
     return booked
 
 
@@ -165,16 +172,20 @@ async def answer_credit_cards(s: AsyncSession, user_id: str) -> list[Card]:
     cards = list(
         await s.scalars(
             select(Card)
-            .where(Card.user_id == user_id, Card.kind == "credit", Card.status == "open")
+            .where(
+                Card.user_id == user_id,
+                Card.kind == CardKind.CREDIT,
+                Card.status == CardStatus.OPEN,
+            )
             .order_by(Card.created_at)
         )
     )
     for card in cards:
-        card.status, card.answer, card.answered_at = "answered", dict(CREDIT_ANSWER), now()
+        card.status, card.answer, card.answered_at = CardStatus.ANSWERED, dict(CREDIT_ANSWER), now()
         await append_event(
             s,
             user_id,
-            "card.answered",
+            EventType.CARD_ANSWERED,
             {"card_id": card.id, "task_id": card.task_id, **CREDIT_ANSWER},
         )
     await s.flush()

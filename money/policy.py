@@ -19,6 +19,7 @@ from lomo import clock
 from lomo.errors import InvalidInput
 from lomo.events import append_event
 from lomo.settings import Settings
+from lomo.states import EventType
 from money.ledger import lock_account
 from money.models import Approval, BudgetSettings, LedgerEntry, PlanBudget, TaskAutonomy
 
@@ -63,7 +64,7 @@ async def put_budget_settings(
     await append_event(
         s,
         user_id,
-        "budget.changed",
+        EventType.BUDGET_CHANGED,
         {
             "settings": {
                 "free_confirm_amount": row.free_confirm_cents,
@@ -126,7 +127,9 @@ async def set_autonomy(s: AsyncSession, user_id: str, task_id: str, level: str) 
         s.add(TaskAutonomy(task_id=task_id, user_id=user_id, level=level, updated_at=now()))
     else:
         row.level, row.updated_at = level, now()
-    await append_event(s, user_id, "budget.changed", {"task_id": task_id, "autonomy": level})
+    await append_event(
+        s, user_id, EventType.BUDGET_CHANGED, {"task_id": task_id, "autonomy": level}
+    )
 
 
 async def approve_call(
@@ -189,7 +192,7 @@ async def approve_plan(
     await append_event(
         s,
         user_id,
-        "budget.changed",
+        EventType.BUDGET_CHANGED,
         {"task_id": task_id, "plan_budget": plan.approved_cents, "added": amount},
     )
     return plan

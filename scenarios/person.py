@@ -18,15 +18,14 @@ from typing import Any
 
 import httpx
 
+from lomo.states import ACTIVE_FLOW_RUN, CLOSED_TASK, TERMINAL_TASK, CardStatus, TaskStatus
 from scenarios.stack import Stack
 
 Task = dict[str, Any]
 Pred = Callable[[Task], bool]
-FINAL = ("completed", "stopped", "failed", "archived")
 NUDGE = {"en": "continue", "de": "weiter"}
 IDLE_GRACE_S = 8.0  # a task idle without a question this long has stalled
 MAX_NUDGES = 3
-RUN_ENDED = ("succeeded", "failed", "declined")
 
 
 class ScenarioFailure(AssertionError):
@@ -76,11 +75,13 @@ class Journal:
 
 
 def has_open(kind: str) -> Pred:
-    return lambda t: any(c["kind"] == kind and c["status"] == "open" for c in t["cards"])
+    return lambda t: any(c["kind"] == kind and c["status"] == CardStatus.OPEN for c in t["cards"])
 
 
 def completed(t: Task) -> bool:
-    return t["status"] == "completed" and not any(c["status"] == "open" for c in t["cards"])
+    return t["status"] == TaskStatus.COMPLETED and not any(
+        c["status"] == CardStatus.OPEN for c in t["cards"]
+    )
 
 
 class Person:
@@ -215,18 +216,18 @@ class Person:
             t = self.task(work)
             if goal(t):
                 return t
-            open_cards = [c for c in t["cards"] if c["status"] == "open"]
+            open_cards = [c for c in t["cards"] if c["status"] == CardStatus.OPEN]
             for c in open_cards:
                 self._answer(c, self._reply_to(c, answers), c["kind"] in answers)
             sig = (t["status"], t["turn"], len(t["cards"]), len(t["artifacts"]), t["updated_at"])
             if sig != last_sig or open_cards:
                 last_sig, changed = sig, time.monotonic()
-            idle = t["status"] in ("waiting_user", *FINAL) and not open_cards
+            idle = t["status"] in {TaskStatus.WAITING_USER, *TERMINAL_TASK} and not open_cards
             quiet = time.monotonic() - changed
             if quiet > self.idle_grace and self._work_under_way(t):
                 changed = time.monotonic()  # the person sees progress: no reason to poke
             elif (idle and quiet > self.idle_grace) or quiet > self.patience:
-                if nudges == MAX_NUDGES or t["status"] in ("stopped", "failed", "archived"):
+                if nudges == MAX_NUDGES or t["status"] in {TaskStatus.FAILED, *CLOSED_TASK}:
                     break
                 nudges += 1
                 self.journal.nudges.append(f"{work}: {t['status']} {t['status_reason']}".strip())
@@ -249,7 +250,7 @@ class Person:
             return True
         for flow in self.get_all("/v1/objects", "objects", type="flow"):
             for run in self.runs(flow["object_id"]):
-                if run["task_id"] == t["task_id"] and run["status"] not in RUN_ENDED:
+                if run["task_id"] == t["task_id"] and run["status"] in ACTIVE_FLOW_RUN:
                     return True
         return False
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lomo.states import TaskStatus
 from scenarios import stack as stacks
 from scenarios.faults import Injector
 from scenarios.figures import Figures, measure, vector_resurfaced
@@ -15,7 +16,7 @@ from scenarios.person import Person, ScenarioFailure
 from scenarios.stories import STORIES, Story
 
 LANGS = ("en", "de")
-BUSY = ("running", "waiting_generation")
+BUSY = (TaskStatus.RUNNING, TaskStatus.WAITING_GENERATION)
 COLUMNS = (
     ("nudges", "continue"),
     ("unneeded_confirmations", "unneeded confirm"),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
@@ -281,6 +281,79 @@ def _bearer(token: str) -> Any:
     return Depends(check)
 
 
+def _install_errors(app: FastAPI) -> None:
+    """Errors in the vendor's shape: `{"error", "detail"}`."""
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, "unauthorized", exc.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # Flatten pydantic errors into one readable string, per the vendor error shape.
+        detail = "; ".join(
+            f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in exc.errors()
+        )
+        return _error(422, "validation_error", detail)
+
+
+def _jobs_router(sim: Simulator, operator: list[Any]) -> APIRouter:
+    """Submitting and reading jobs, and their result files."""
+    router = APIRouter()
+
+    @router.post("/jobs")
+    async def submit(req: JobRequest, request: Request) -> dict[str, str]:
+        job_id, created = sim.create(req, str(request.base_url))
+        if created and sim.faults.submit_timeout_after_create:
+            # The job exists already; the client just never hears back in time.
+            await asyncio.sleep(sim.faults.submit_timeout_seconds)
+        return {"job_id": job_id}
+
+    @router.get("/jobs", dependencies=operator)
+    async def list_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
+        base = str(request.base_url)
+        return {"jobs": [_public(j, base) for j in sim.jobs.values()]}
+
+    @router.get("/jobs/{job_id}", response_model=None)
+    async def get_job(job_id: str, request: Request) -> dict[str, Any] | JSONResponse:
+        job = sim.jobs.get(job_id)
+        if job is None:
+            return _error(404, "not_found", f"no job {job_id}")
+        return _public(job, str(request.base_url))
+
+    @router.get("/files/{name}", response_model=None)
+    async def get_file(name: str) -> FileResponse | JSONResponse:
+        path = sim.files_dir / name
+        if Path(name).name != name or not path.is_file():
+            return _error(404, "not_found", f"no file {name}")
+        return FileResponse(path, media_type=sim.faults.result_content_type)
+
+    return router
+
+
+def _faults_router(sim: Simulator, operator: list[Any]) -> APIRouter:
+    """The operator's fault injection: read, change in part, reset."""
+    router = APIRouter(prefix="/sim/faults", dependencies=operator)
+
+    @router.get("")
+    async def get_faults() -> Faults:
+        return sim.faults
+
+    @router.post("")
+    async def set_faults(update: FaultsUpdate) -> Faults:
+        changes = update.model_dump(exclude_unset=True, exclude_none=True)
+        sim.faults = sim.faults.model_copy(update=changes)
+        return sim.faults
+
+    @router.delete("")
+    async def reset_faults() -> Faults:
+        sim.faults = Faults()
+        return sim.faults
+
+    return router
+
+
 def create_app(
     data_dir: Path,
     callback_secret: str,
@@ -308,60 +381,7 @@ def create_app(
     app.add_middleware(TrustedHosts, allowed=allowed_hosts)
     operator = [_bearer(token)]
     app.include_router(payments_router(payments, operator))
-
-    @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
-        return _error(exc.status_code, "unauthorized", exc.detail)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        # Flatten pydantic errors into one readable string, per the vendor error shape.
-        detail = "; ".join(
-            f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', '')}"
-            for e in exc.errors()
-        )
-        return _error(422, "validation_error", detail)
-
-    @app.post("/jobs")
-    async def submit(req: JobRequest, request: Request) -> dict[str, str]:
-        job_id, created = sim.create(req, str(request.base_url))
-        if created and sim.faults.submit_timeout_after_create:
-            # The job exists already; the client just never hears back in time.
-            await asyncio.sleep(sim.faults.submit_timeout_seconds)
-        return {"job_id": job_id}
-
-    @app.get("/jobs", dependencies=operator)
-    async def list_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
-        base = str(request.base_url)
-        return {"jobs": [_public(j, base) for j in sim.jobs.values()]}
-
-    @app.get("/jobs/{job_id}", response_model=None)
-    async def get_job(job_id: str, request: Request) -> dict[str, Any] | JSONResponse:
-        job = sim.jobs.get(job_id)
-        if job is None:
-            return _error(404, "not_found", f"no job {job_id}")
-        return _public(job, str(request.base_url))
-
-    @app.get("/files/{name}", response_model=None)
-    async def get_file(name: str) -> FileResponse | JSONResponse:
-        path = sim.files_dir / name
-        if Path(name).name != name or not path.is_file():
-            return _error(404, "not_found", f"no file {name}")
-        return FileResponse(path, media_type=sim.faults.result_content_type)
-
-    @app.get("/sim/faults", dependencies=operator)
-    async def get_faults() -> Faults:
-        return sim.faults
-
-    @app.post("/sim/faults", dependencies=operator)
-    async def set_faults(update: FaultsUpdate) -> Faults:
-        changes = update.model_dump(exclude_unset=True, exclude_none=True)
-        sim.faults = sim.faults.model_copy(update=changes)
-        return sim.faults
-
-    @app.delete("/sim/faults", dependencies=operator)
-    async def reset_faults() -> Faults:
-        sim.faults = Faults()
-        return sim.faults
-
+    _install_errors(app)
+    app.include_router(_jobs_router(sim, operator))
+    app.include_router(_faults_router(sim, operator))
     return app

@@ -14,6 +14,7 @@ from flows import runs
 from flows.errors import FlowError
 from llm.types import ToolSpec
 from lomo.errors import Conflict, InvalidInput, NotFound
+from lomo.states import FlowRunStatus
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 
 START = "_start_flow_run"  # journal field the runtime turns into ToolOutcome.flow_run
@@ -50,7 +51,7 @@ class RunFlow(Tool):
             run_id = str(e.extra.get("run_id"))
             async with self.deps.db.session() as s:
                 status = (await runs.get_run(s, ctx.user_id, run_id)).status
-            if status != "planning":  # running already: report it, start nothing
+            if status != FlowRunStatus.PLANNING:  # running already: report it, start nothing
                 return ToolResult(
                     "done", {"status": "already_running", "run_id": run_id, "flow_id": flow_id}
                 )

@@ -26,7 +26,10 @@ from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
+from lomo.language import task_language
 from lomo.settings import Settings
+from lomo.states import CardKind, CardStatus, OrderStatus
+from lomo.words import euros, say
 from money.catalogue import CATALOGUE, ModelSpec, validate_request
 from money.orders import (
     UNCLEAR_SUBMIT,
@@ -203,9 +206,9 @@ class GenerateTool(Tool):
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
-            if order.status == "failed":
+            if order.status == OrderStatus.FAILED:
                 return error(order.error or "generation failed", failed_order=order.id)
-            if order.upstream_job_id or order.status == "succeeded":
+            if order.upstream_job_id or order.status == OrderStatus.SUCCEEDED:
                 return _submitted(order.id)
             if order.submit_started_at is not None and not resend:
                 if submit_unclear(order, settings):
@@ -369,17 +372,19 @@ class RequestBudgetTool(Tool):
             old = await s.scalar(
                 select(Card).where(Card.user_id == ctx.user_id, Card.key == ctx.call_id)
             )
-            if old is not None and old.status == "answered":
+            if old is not None and old.status == CardStatus.ANSWERED:
                 if confirmed(old):
                     return ToolResult(
                         "done", {"status": "approved", "amount_cents": old.price_cents}
                     )
                 return error("the person declined this budget; do not spend without asking")
+            lang = await task_language(s, ctx.task_id)
+            title = say("money.budget", lang, amount=euros(amount, lang), purpose=purpose)
             card = await create_card(
                 s,
                 user_id=ctx.user_id,
-                kind="price",
-                title=f"Budget for this plan: {amount / 100:.2f} EUR — {purpose}",
+                kind=CardKind.PRICE,
+                title=title,
                 task_id=ctx.task_id,
                 price_cents=amount,
                 payload={"plan": True, "purpose": purpose, "call_id": ctx.call_id},

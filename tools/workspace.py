@@ -18,6 +18,7 @@ from llm.types import ToolSpec
 from lomo.db.models import TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.events import append_event
+from lomo.states import EventType
 from tools.base import Tool, ToolCallContext, ToolDeps, ToolResult, error
 from workspace import store, writes
 from workspace.cards import request_delete
@@ -275,7 +276,7 @@ async def _created_event(s: Any, ctx: ToolCallContext, obj: WorkObject) -> None:
     await append_event(
         s,
         ctx.user_id,
-        "object.version",
+        EventType.OBJECT_VERSION,
         {
             "object_id": obj.id,
             "type": obj.type,

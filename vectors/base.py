@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 # A fixed namespace so every process maps the same string id to the same point id.
 _NAMESPACE = uuid.UUID("6f1c3a52-5d0e-4b8e-9a55-0c8f1b7e2d41")
@@ -19,6 +19,8 @@ ID_KEY = "_id"
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 VectorFilter = Mapping[str, FilterValue]
+# A backend's own filter condition type.
+C = TypeVar("C")
 
 
 def point_uuid(item_id: str) -> str:
@@ -96,8 +98,26 @@ def stored_payload(p: VectorPoint) -> dict[str, Any]:
     return {**p.payload, ID_KEY: p.id}
 
 
+def is_any_of(value: FilterValue) -> TypeGuard[Sequence[str] | Sequence[int]]:
+    """A list of values (any of them matches), not one value to equal."""
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
 def check_filter(filter: VectorFilter | None) -> None:
     for key, value in (filter or {}).items():
-        if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 0:
+        if is_any_of(value) and len(value) == 0:
             # "any of nothing" matches nothing in Qdrant but is almost always a caller bug.
             raise VectorIndexError(f"filter {key!r} has an empty list of values")
+
+
+def filter_conditions(
+    filter: VectorFilter | None,
+    any_of: Callable[[str, list[Any]], C],
+    equals: Callable[[str, Any], C],
+) -> list[C] | None:
+    """The filter's conditions, one per key, made by a backend's own constructors: `any_of`
+    for a list of values, `equals` for one value; None when there is nothing to filter."""
+    check_filter(filter)
+    if not filter:
+        return None
+    return [any_of(k, list(v)) if is_any_of(v) else equals(k, v) for k, v in filter.items()]

@@ -12,7 +12,6 @@ import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import qdrant_edge as qe
 
@@ -23,7 +22,7 @@ from vectors.base import (
     VectorIndex,
     VectorIndexError,
     VectorPoint,
-    check_filter,
+    filter_conditions,
     hit_from,
     point_uuid,
     stored_payload,
@@ -34,17 +33,13 @@ _META = "lomo_collection.json"
 OPTIMIZE_AFTER = 5_000
 
 
-def _condition(key: str, value: Any) -> qe.FieldCondition:
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return qe.FieldCondition(key, match=qe.MatchAny(list(value)))
-    return qe.FieldCondition(key, match=qe.MatchValue(value))
-
-
 def to_edge_filter(filter: VectorFilter | None) -> qe.Filter | None:
-    check_filter(filter)
-    if not filter:
-        return None
-    return qe.Filter(must=[_condition(k, v) for k, v in filter.items()])
+    must = filter_conditions(
+        filter,
+        lambda key, values: qe.FieldCondition(key, match=qe.MatchAny(values)),
+        lambda key, value: qe.FieldCondition(key, match=qe.MatchValue(value)),
+    )
+    return None if must is None else qe.Filter(must=[*must])
 
 
 class _Collection:

@@ -21,6 +21,7 @@ from vectors.base import (
     VectorIndex,
     VectorIndexError,
     VectorPoint,
+    is_any_of,
 )
 
 # A vector operation is small; a service that does not answer within this is treated as down.
@@ -30,7 +31,7 @@ CALL_TIMEOUT = 10.0
 def _filter(filter: VectorFilter | None) -> dict[str, Any] | None:
     if filter is None:
         return None
-    return {k: v if isinstance(v, str | int | bool) else list(v) for k, v in filter.items()}
+    return {k: list(v) if is_any_of(v) else v for k, v in filter.items()}
 
 
 class RemoteVectorIndex(VectorIndex):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
@@ -14,24 +13,20 @@ from vectors.base import (
     VectorIndex,
     VectorIndexError,
     VectorPoint,
-    check_filter,
+    filter_conditions,
     hit_from,
     point_uuid,
     stored_payload,
 )
 
 
-def _condition(key: str, value: Any) -> models.FieldCondition:
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return models.FieldCondition(key=key, match=models.MatchAny(any=list(value)))
-    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
-
-
 def to_filter(filter: VectorFilter | None) -> models.Filter | None:
-    check_filter(filter)
-    if not filter:
-        return None
-    return models.Filter(must=[_condition(k, v) for k, v in filter.items()])
+    must = filter_conditions(
+        filter,
+        lambda key, values: models.FieldCondition(key=key, match=models.MatchAny(any=values)),
+        lambda key, value: models.FieldCondition(key=key, match=models.MatchValue(value=value)),
+    )
+    return None if must is None else models.Filter(must=[*must])
 
 
 class QdrantServerIndex(VectorIndex):

@@ -11,11 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cards.effects import CardEffect
 from cards.store import confirmed, create_card
 from lomo.db.models import Card
+from lomo.language import task_language
+from lomo.states import CardAction, CardKind
+from lomo.words import say
 from workspace.store import get_live, mark_deleted, purge_blobs
 
 log = logging.getLogger(__name__)
-
-DELETE_OPTIONS = [{"id": "confirm", "label": "Delete for good"}, {"id": "reject", "label": "Keep"}]
 
 
 async def request_delete(
@@ -28,13 +29,17 @@ async def request_delete(
     """Open a `delete` card for the object; nothing is deleted until it is confirmed.
     `key` (a tool call's call_id) makes a retried request return the same card."""
     obj = await get_live(s, user_id, object_id)
+    lang = await task_language(s, task_id)
+    title = say("workspace.delete", lang, type=obj.type, name=obj.name, versions=obj.version)
     return await create_card(
         s,
         user_id=user_id,
-        kind="delete",
-        title=f"Delete {obj.type} “{obj.name}” and all its {obj.version} version(s)? "
-        "This cannot be undone.",
-        options=DELETE_OPTIONS,
+        kind=CardKind.DELETE,
+        title=title,
+        options=[
+            {"id": CardAction.CONFIRM, "label": say("workspace.delete.yes", lang)},
+            {"id": CardAction.REJECT, "label": say("workspace.delete.no", lang)},
+        ],
         task_id=task_id,
         payload={"object_id": obj.id, "name": obj.name, "type": obj.type},
         key=key,

@@ -16,6 +16,7 @@ from lomo.db.models import ObjectVersion, TaskObject, WorkObject
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
+from lomo.states import EventType
 from workspace.blobs import AssetStore, BlobStore
 from workspace.edits import validate_content
 from workspace.errors import Deleted
@@ -207,7 +208,9 @@ async def mark_deleted(session: AsyncSession, user_id: str, object_id: str) -> b
         select(ObjectVersion).where(ObjectVersion.object_id == object_id)
     ):
         ver.content = {}
-    await append_event(session, user_id, "object.deleted", {"object_id": obj.id, "name": obj.name})
+    await append_event(
+        session, user_id, EventType.OBJECT_DELETED, {"object_id": obj.id, "name": obj.name}
+    )
     return True
 
 

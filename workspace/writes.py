@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from lomo.db.models import ObjectVersion, WorkObject
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
+from lomo.states import EventType
 from workspace.blobs import BlobStore
 from workspace.diff import summarize_change
 from workspace.edits import SnippetEdit, apply_snippet_edits, merge_flow, validate_content
@@ -118,7 +119,7 @@ async def _commit(
     await append_event(
         session,
         user_id,
-        "object.version",
+        EventType.OBJECT_VERSION,
         {
             "object_id": object_id,
             "type": obj.type,

@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter
 from pydantic import ValidationError
 
-from api.deps import DbDep, SettingsDep, TemporalDep
+from api.deps import DbDep, SettingsDep, SignedBody, TemporalDep
 from api.schemas.callbacks import CallbackAck, JobReport
 from api.services.callbacks import record_report
-from lomo.errors import InvalidInput, Unauthorized
-from lomo.signing import refusal
+from lomo.errors import InvalidInput
 
 router = APIRouter(prefix="/v1/generation", tags=["generation"])
 
 
 @router.post("/callbacks")
 async def callback(
-    request: Request,
-    db: DbDep,
-    settings: SettingsDep,
-    temporal: TemporalDep,
-    x_lomo_signature: Annotated[str | None, Header()] = None,
+    body: SignedBody, db: DbDep, settings: SettingsDep, temporal: TemporalDep
 ) -> CallbackAck:
-    """The signature covers the raw body, so the body is read as bytes and checked before
-    it is parsed."""
-    body = await request.body()
-    refused = refusal(
-        settings.callback_secret.get_secret_value(),
-        body,
-        x_lomo_signature,
-        settings.callback_max_age_seconds,
-    )
-    if refused:
-        raise Unauthorized(refused)
+    """The body is parsed only after its signature is checked (`SignedBody`)."""
     try:
         report = JobReport.model_validate_json(body)
     except ValidationError as e:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter
 from pydantic import ValidationError
 
-from api.deps import AppUser, DbDep, HandoffDep, SettingsDep
+from api.deps import AppUser, DbDep, HandoffDep, SettingsDep, SignedBody
 from api.schemas.budget import PaymentAck, PaymentReport, TopUp, TopUpIn
 from api.services.payments import read_top_up, record_payment_report, start_top_up
-from lomo.errors import InvalidInput, Unauthorized
-from lomo.signing import refusal
+from lomo.errors import InvalidInput
 
 router = APIRouter(prefix="/v1", tags=["budget"])
 
@@ -28,22 +25,8 @@ async def get_top_up(payment_id: str, user: AppUser, db: DbDep, settings: Settin
 
 
 @router.post("/payments/webhooks")
-async def payment_webhook(
-    request: Request,
-    state: HandoffDep,
-    x_lomo_signature: Annotated[str | None, Header()] = None,
-) -> PaymentAck:
-    """Signed like the generation callbacks: the raw body is checked before it is parsed."""
-    body = await request.body()
-    settings = state.settings
-    refused = refusal(
-        settings.callback_secret.get_secret_value(),
-        body,
-        x_lomo_signature,
-        settings.callback_max_age_seconds,
-    )
-    if refused:
-        raise Unauthorized(refused)
+async def payment_webhook(body: SignedBody, state: HandoffDep) -> PaymentAck:
+    """Signed like the generation callbacks: parsed only after the check (`SignedBody`)."""
     try:
         report = PaymentReport.model_validate_json(body)
     except ValidationError as e:

@@ -32,6 +32,7 @@ from lomo import clock
 from lomo.db.models import Event, MessageRow, ToolCall, User
 from lomo.errors import InvalidInput
 from lomo.events import BELL, events_after
+from lomo.states import CardAction, CardKind, CardStatus, EventType
 
 MAIN_THREAD = "main"
 
@@ -82,7 +83,7 @@ async def _received_before(s: AsyncSession, user_id: str, message_id: str) -> in
     input (the same runId) is told again from its start."""
     rows = await s.execute(
         select(Event.seq, Event.data)
-        .where(Event.user_id == user_id, Event.type == "message.received")
+        .where(Event.user_id == user_id, Event.type == EventType.MESSAGE_RECEIVED)
         .order_by(Event.seq.desc())
         .limit(500)
     )
@@ -101,9 +102,10 @@ async def _resume(state: HandoffState, user: User, channel: str, inp: RunAgentIn
     run = AgUiRun(inp.thread_id, inp.run_id, None)
     for entry in inp.resume:
         payload = entry.payload if isinstance(entry.payload, dict) else {}
-        action = payload.get("action") or ("confirm" if entry.status == "resolved" else "reject")
+        resolved = entry.status == "resolved"
+        action = payload.get("action") or (CardAction.CONFIRM if resolved else CardAction.REJECT)
         if entry.status == "cancelled":
-            action = "reject"
+            action = CardAction.REJECT
         try:
             answer = CardActionIn.model_validate(
                 {
@@ -118,7 +120,7 @@ async def _resume(state: HandoffState, user: User, channel: str, inp: RunAgentIn
         async with state.db.session() as s:
             card = await get_card(s, user.id, view.card_id)
         run.task_id = run.task_id or card.task_id
-        if card.kind == "clarify":  # the main thread routes the message again
+        if card.kind == CardKind.CLARIFY:  # the main thread routes the message again
             run.message_id = str(card.payload.get("message_id") or "") or None
     return Started(run, after, await _open_since(state, run.task_id))
 
@@ -180,7 +182,7 @@ async def _advance(
             "status_reason": view.status_reason,
             "turn": view.turn,
             "checklist": [i.model_dump() for i in view.checklist],
-            "cards": [c.model_dump() for c in view.cards if c.status == "open"],
+            "cards": [c.model_dump() for c in view.cards if c.status == CardStatus.OPEN],
             "artifacts": view.artifacts,
         }
     )

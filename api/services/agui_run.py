@@ -35,10 +35,22 @@ from ag_ui.core import (
 )
 from ag_ui.core.types import AssistantMessage
 
+from lomo.states import CardKind, EventType, TaskStatus
+
 # A task in one of these is still working on the run's turn.
-BUSY = frozenset({"running", "waiting_generation", "stopping"})
+BUSY = frozenset({TaskStatus.RUNNING, TaskStatus.WAITING_GENERATION, "stopping"})
+GENERATION_EVENTS = frozenset({EventType.GENERATION_PROGRESS, EventType.GENERATION_COMPLETED})
 # Cards that end a run with an interrupt: the person's answer resumes it.
-INTERRUPTING = frozenset({"price", "select", "confirm", "clarify", "delete", "forget"})
+INTERRUPTING = frozenset(
+    {
+        CardKind.PRICE,
+        CardKind.SELECT,
+        CardKind.CONFIRM,
+        CardKind.CLARIFY,
+        CardKind.DELETE,
+        CardKind.FORGET,
+    }
+)
 
 
 @dataclass
@@ -69,25 +81,25 @@ class AgUiRun:
 
     def on_event(self, type_: str, data: dict[str, Any]) -> list[BaseEvent]:
         """The AG-UI events one log event means for this run (often none)."""
-        if type_ == "message.routed" and data.get("message_id") == self.message_id:
+        if type_ == EventType.MESSAGE_ROUTED and data.get("message_id") == self.message_id:
             self.task_id = data.get("task_id") or None
             return []
-        if type_ == "reply.delta" and self._ours(data):
+        if type_ == EventType.REPLY_DELTA and self._ours(data):
             return self._delta(data)
-        if type_ == "task.reply":
+        if type_ == EventType.TASK_REPLY:
             return self._reply(data)
-        if type_ == "task.status" and self._ours(data):
+        if type_ == EventType.TASK_STATUS and self._ours(data):
             self.worked = True  # the task took up the run's turn
             return []
-        if type_.startswith("generation.") and self._ours(data):
+        if type_ in GENERATION_EVENTS and self._ours(data):
             return [CustomEvent(name="lomo.generation", value={"type": type_, **data})]
-        if type_ == "card.created" and self.task_id is None and self._asks_about_ours(data):
+        if type_ == EventType.CARD_CREATED and self.task_id is None and self._asks_about_ours(data):
             return [self._finish([data])]  # the main thread asks where the message belongs
         return []
 
     def _asks_about_ours(self, card: dict[str, Any]) -> bool:
         payload = card.get("payload") or {}
-        return card.get("kind") == "clarify" and payload.get("message_id") == self.message_id
+        return card.get("kind") == CardKind.CLARIFY and payload.get("message_id") == self.message_id
 
     def _ours(self, data: dict[str, Any]) -> bool:
         return self.task_id is not None and data.get("task_id") == self.task_id
@@ -199,7 +211,7 @@ class AgUiRun:
         status = self.state.get("status")
         if status in BUSY:
             return None
-        if status == "failed":
+        if status == TaskStatus.FAILED:
             self.finished = True
             return RunErrorEvent(message=self.state.get("status_reason") or "the task failed")
         cards = [c for c in self.state.get("cards", []) if c["kind"] in INTERRUPTING]

@@ -28,6 +28,7 @@ from lomo.errors import AlreadyRead, Conflict, InvalidInput, NotFound, TakenBack
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
+from lomo.states import EventType
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ async def move_message(
             raise _not_open(old)
         read = was_read(old)
         copy = await _copy(s, user.id, old, body.task_id, copy_id)
-        await append_event(s, user.id, "message.moved", _moved_event(old, copy))
+        await append_event(s, user.id, EventType.MESSAGE_MOVED, _moved_event(old, copy))
         view = message_view(old, await copies_of(s, [old]))
     try:
         await hand_over_bounded(db, temporal, settings, copy, first=True)

@@ -28,6 +28,7 @@ from lomo.db.models import MessageRow
 from lomo.errors import Conflict
 from lomo.events import append_event
 from lomo.settings import Settings
+from lomo.states import EventType, RoutingStatus
 from lomo.telemetry import MESSAGES_ROUTED
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ async def mark_handed(db: Database, *message_ids: str) -> None:
                 MessageRow.id,
                 MessageRow.user_id,
                 MessageRow.task_id,
-                MessageRow.deterministic & (MessageRow.routing_status == "routed"),
+                MessageRow.deterministic & (MessageRow.routing_status == RoutingStatus.ROUTED),
             )
             .execution_options(synchronize_session=False)
         )
@@ -73,7 +74,7 @@ async def mark_handed(db: Database, *message_ids: str) -> None:
     async with db.session() as s:
         for mid, user_id, task_id in delivered:
             data = {"message_id": mid, "task_id": task_id}
-            await append_event(s, user_id, "message.delivered", data)
+            await append_event(s, user_id, EventType.MESSAGE_DELIVERED, data)
 
 
 class _Marks:
@@ -113,7 +114,7 @@ MARKS = _Marks()
 
 def _direct_task(m: MessageRow) -> str | None:
     """The task the api delivered the message to itself (not through the main thread)."""
-    return m.task_id if m.deterministic and m.routing_status == "routed" else None
+    return m.task_id if m.deterministic and m.routing_status == RoutingStatus.ROUTED else None
 
 
 def arrived(m: MessageRow) -> bool:
@@ -124,7 +125,7 @@ def arrived(m: MessageRow) -> bool:
         return True
     if _direct_task(m) is not None:
         return m.processed_turn is not None
-    return m.routing_status != "pending"
+    return m.routing_status != RoutingStatus.PENDING
 
 
 async def hand_over(

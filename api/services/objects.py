@@ -27,6 +27,7 @@ from lomo.db.models import ObjectVersion, Task, WorkObject
 from lomo.db.pages import Page, by_creation, by_number
 from lomo.errors import InvalidInput, NotFound, TooLarge, UnsupportedMediaType
 from lomo.events import append_event
+from lomo.states import EventType
 from workspace import diff, media, store, writes
 from workspace.cards import request_delete
 from workspace.edits import parse_edits
@@ -104,7 +105,10 @@ async def create(
         o = await store.create_object(s, user_id, body.type, body.name, body.content, store.PERSON)
     summary = _summary(o)
     await append_event(
-        s, user_id, "object.version", {**summary, "created_by": store.PERSON, "summary": "created"}
+        s,
+        user_id,
+        EventType.OBJECT_VERSION,
+        {**summary, "created_by": store.PERSON, "summary": "created"},
     )
     return ObjectSummary.model_validate(summary)
 

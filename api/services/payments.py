@@ -13,6 +13,7 @@ from api.services.card_effects import HandoffState
 from api.services.card_handoff import hand_on_bounded
 from lomo.db.engine import Database
 from lomo.settings import Settings
+from lomo.states import PaymentStatus
 from money.models import Account, Payment
 from money.payments import (
     Report,
@@ -35,7 +36,7 @@ async def start_top_up(
     not answer for) never makes a second payment there."""
     async with db.session() as s:
         p, _ = await open_payment(s, user_id, amount, request_id, settings)
-    if p.status == "created":
+    if p.status == PaymentStatus.CREATED:
         await _checkout(db, settings, p)
     return await read_top_up(db, settings, user_id, p.id, checkout=False)
 
@@ -45,7 +46,7 @@ async def read_top_up(
 ) -> TopUp:
     async with db.session() as s:
         p = await own_payment(s, user_id, payment_id)
-    if checkout and p.status == "created":
+    if checkout and p.status == PaymentStatus.CREATED:
         await _checkout(db, settings, p)  # the provider did not answer before: ask again
     async with db.session() as s:
         p = await own_payment(s, user_id, payment_id)

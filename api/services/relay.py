@@ -32,6 +32,7 @@ from lomo import clock
 from lomo.db.engine import Database
 from lomo.db.models import Card, MessageRow
 from lomo.settings import Settings
+from lomo.states import CardStatus
 from workspace.blobs import make_asset_store
 from workspace.store import BlobStore
 
@@ -108,7 +109,7 @@ async def _relay_cards(
             await s.scalars(
                 select(Card)
                 .where(
-                    Card.status == "answered",
+                    Card.status == CardStatus.ANSWERED,
                     Card.handed_at.is_(None),
                     Card.answered_at < cutoff,
                 )

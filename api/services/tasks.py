@@ -21,9 +21,8 @@ from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
+from lomo.states import TERMINAL_TASK, EventType, TaskKind, TaskStatus
 from workflows.types import ResumeInput
-
-ENDED = ("completed", "stopped", "archived", "failed")
 
 
 async def own_task(s: AsyncSession, user_id: str, task_id: str) -> Task:
@@ -65,7 +64,7 @@ async def list_tasks(
     if status:
         q = q.where(Task.status == status)
     if not include_lightweight:
-        q = q.where(Task.kind == "persistent")
+        q = q.where(Task.kind == TaskKind.PERSISTENT)
     q = await by_creation(
         s, q, Task.created_at, Task.id, page, descending=True, scope=[Task.user_id == user_id]
     )
@@ -160,16 +159,19 @@ async def resume(
 
 async def archive(db: Database, temporal: Client, user_id: str, task_id: str) -> TaskView:
     view = await read_task(db, user_id, task_id)
-    if view.status == "archived":
+    if view.status == TaskStatus.ARCHIVED:
         return view
     if not await archive_task(temporal, task_id):
         # The workflow has ended (a completed or stopped task): archive the record only.
         async with db.session() as s:
             t = await s.get(Task, task_id, with_for_update=True)
             assert t is not None
-            t.status, t.status_reason = "archived", f"archived after {t.status}"
+            t.status, t.status_reason = TaskStatus.ARCHIVED, f"archived after {t.status}"
             await append_event(
-                s, user_id, "task.status", {"task_id": task_id, "status": "archived"}
+                s,
+                user_id,
+                EventType.TASK_STATUS,
+                {"task_id": task_id, "status": TaskStatus.ARCHIVED},
             )
     return await read_task(db, user_id, task_id)
 
@@ -177,14 +179,14 @@ async def archive(db: Database, temporal: Client, user_id: str, task_id: str) ->
 async def promote(db: Database, temporal: Client, user_id: str, task_id: str) -> TaskView:
     """A lightweight task becomes persistent; only a live one can."""
     view = await read_task(db, user_id, task_id)
-    if view.kind == "persistent":
+    if view.kind == TaskKind.PERSISTENT:
         return view
-    if view.status in ENDED:
+    if view.status in TERMINAL_TASK:
         raise Conflict(f"task {task_id} is {view.status}; only a live task is promoted")
     await promote_task(temporal, task_id)
     async with db.session() as s:  # the workflow's own status write carries the kind too
         t = await s.get(Task, task_id, with_for_update=True)
         assert t is not None
-        t.kind = "persistent"
-        await append_event(s, user_id, "task.promoted", {"task_id": task_id})
+        t.kind = TaskKind.PERSISTENT
+        await append_event(s, user_id, EventType.TASK_PROMOTED, {"task_id": task_id})
     return await read_task(db, user_id, task_id)

@@ -11,8 +11,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.schemas.thread import Thread
 from api.services.messages import copies_of, message_view
 from lomo.db.models import Event, MessageRow
+from lomo.states import EventType
 
-THREAD_EVENTS = ("message.received", "task.reply", "task.created", "task.status", "card.created")
+THREAD_EVENTS = (
+    EventType.MESSAGE_RECEIVED,
+    EventType.TASK_REPLY,
+    EventType.TASK_CREATED,
+    EventType.TASK_STATUS,
+    EventType.CARD_CREATED,
+)
 
 
 async def thread(s: AsyncSession, user_id: str, after: int, limit: int) -> Thread:
@@ -25,14 +32,14 @@ async def thread(s: AsyncSession, user_id: str, after: int, limit: int) -> Threa
         )
     )
     # The event holds the message's id; its text is the message's own.
-    ids = [e.data["message_id"] for e in rows if e.type == "message.received"]
+    ids = [e.data["message_id"] for e in rows if e.type == EventType.MESSAGE_RECEIVED]
     said = {m.id: m for m in await s.scalars(select(MessageRow).where(MessageRow.id.in_(ids)))}
     copies = await copies_of(s, list(said.values()))
     items = []
     for e in rows:
         item: dict[str, Any] = {"seq": e.seq, "type": e.type, "at": e.created_at.isoformat()}
         item.update(e.data)
-        if e.type == "message.received":
+        if e.type == EventType.MESSAGE_RECEIVED:
             item.update(_said(said.get(e.data["message_id"]), copies))
         items.append(item)
     # A full page may have more after it; the next page starts after its last event.

@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from lomo import clock
+from lomo.states import CardStatus, OrderStatus, RoutingStatus, TaskStatus
 
 
 def utcnow() -> datetime:
@@ -61,7 +62,7 @@ class MessageRow(Base):
     text: Mapped[str] = mapped_column(Text)
     client_message_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     target: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    routing_status: Mapped[str] = mapped_column(String(20), default="pending")
+    routing_status: Mapped[str] = mapped_column(String(20), default=RoutingStatus.PENDING)
     deterministic: Mapped[bool] = mapped_column(default=False)
     decision: Mapped[str | None] = mapped_column(String(20), nullable=True)
     task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
@@ -87,7 +88,7 @@ class Task(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
     kind: Mapped[str] = mapped_column(String(20))
-    status: Mapped[str] = mapped_column(String(30), default="running")
+    status: Mapped[str] = mapped_column(String(30), default=TaskStatus.RUNNING)
     goal: Mapped[str] = mapped_column(Text, default="")
     summary: Mapped[str] = mapped_column(Text, default="")
     language: Mapped[str] = mapped_column(String(8), default="en")
@@ -150,7 +151,7 @@ class GenerationOrder(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     upstream_job_id: Mapped[str | None] = mapped_column(String(80), nullable=True, index=True)
     # created < submitted < queued < running < succeeded|failed (monotonic; terminal is final)
-    status: Mapped[str] = mapped_column(String(20), default="created")
+    status: Mapped[str] = mapped_column(String(20), default=OrderStatus.CREATED)
     progress: Mapped[float] = mapped_column(default=0.0)
     last_seq: Mapped[int] = mapped_column(Integer, default=-1)
     result_url: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -217,7 +218,7 @@ class Card(Base):
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
     task_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
     kind: Mapped[str] = mapped_column(String(20))
-    status: Mapped[str] = mapped_column(String(20), default="open")  # open|answered|expired
+    status: Mapped[str] = mapped_column(String(20), default=CardStatus.OPEN)
     title: Mapped[str] = mapped_column(Text)
     options: Mapped[list[Any]] = mapped_column(JSON, default=list)
     price_cents: Mapped[int | None] = mapped_column(Integer, nullable=True)

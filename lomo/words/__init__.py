@@ -29,3 +29,9 @@ def say(key: str, language: str | None = None, **values: Any) -> str:
     except KeyError:
         raise MissingWords(key) from None
     return template.format(**values) if values else template
+
+
+def euros(cents: int, language: str | None = None) -> str:
+    """An amount in euros the way the language writes it: 12.50 in English, 12,50 in German."""
+    text = f"{cents / 100:.2f}"
+    return text.replace(".", ",") if language == "de" else text

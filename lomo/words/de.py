@@ -17,4 +17,43 @@ WORDS: dict[str, str] = {
     # Checklist
     "checklist.yes": "Ja",
     "checklist.no": "Nein",
+    # Presentation
+    "present.image": "Hier ist dein Bild „{name}“.",
+    "present.video": "Hier ist dein Video „{name}“.",
+    "present.audio": "Hier ist dein Audioclip „{name}“.",
+    "present.3d": "Hier ist dein 3D-Modell „{name}“.",
+    "present.many": "Hier sind deine Ergebnisse für „{name}“.",
+    # Runtime
+    "runtime.checkpoint": "Bitte bestätigen: {item}",
+    "runtime.yes": "Ja",
+    "runtime.no": "Nein",
+    # Flows
+    "flow.price": "Flow-Lauf: {nodes} kostenpflichtige Knoten, insgesamt {amount} EUR",
+    # Money
+    "money.price": "{kind} mit {model}: {amount} EUR",
+    "money.credit": (
+        "Guthaben aufladen: {kind} mit {model} kostet {amount} EUR, {balance} EUR sind noch übrig"
+    ),
+    "money.budget": "Budget für diesen Plan: {amount} EUR — {purpose}",
+    # Memory
+    "memory.forget": (
+        "{what} vergessen, samt allem, was daraus abgeleitet wurde? Das lässt sich nicht "
+        "rückgängig machen."
+    ),
+    "memory.forget.text": "„{text}“",
+    "memory.forget.memory": "Erinnerung {memory_id}",
+    "memory.forget.yes": "Vergessen",
+    "memory.forget.no": "Behalten",
+    # Workspace
+    "workspace.delete": (
+        "{type} „{name}“ mit allen {versions} Version(en) löschen? Das lässt sich nicht "
+        "rückgängig machen."
+    ),
+    "workspace.delete.yes": "Endgültig löschen",
+    "workspace.delete.no": "Behalten",
+    # Journal
+    "journal.moved": (
+        "[Hinweis, nicht von der Person] Die Nachricht „{said}“ gehört zur Aufgabe „{goal}“ "
+        "und wurde dorthin verschoben. Hier nicht weiter darauf eingehen."
+    ),
 }
