@@ -16,18 +16,21 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.routing import RoutingActivities
+    from lomo.contracts import main_thread as contract
+    from lomo.contracts import task as task_contract
+    from lomo.contracts.main_thread import MainThreadInput
+    from lomo.contracts.task import TaskInput
+    from lomo.states import TaskKind
     from routing.types import RoutePlan, RouteRequest
     from workflows.common import RETRY
-    from workflows.task import TaskWorkflow
-    from workflows.types import MainThreadInput, TaskInput
 
 
-@workflow.defn(name="MainThreadWorkflow")
+@workflow.defn(name=contract.WORKFLOW)
 class MainThreadWorkflow:
     def __init__(self) -> None:
         self.pending: list[str] = []
 
-    @workflow.signal(name="route")
+    @workflow.signal(name=contract.ROUTE)
     def route(self, item_id: str) -> None:
         if item_id not in self.pending:
             self.pending.append(item_id)
@@ -78,13 +81,12 @@ class MainThreadWorkflow:
         # A completed persistent task's workflow is still alive and takes the message
         # itself; only a workflow that has ended is started again in place (below).
         if plan.decision in ("existing", "move"):
-            handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
+            handle = workflow.get_external_workflow_handle(task_contract.workflow_id(plan.task_id))
             try:
                 if plan.promote:
-                    await handle.signal(
-                        TaskWorkflow.promote
-                    )  # before the message: it lands persistent
-                await handle.signal(TaskWorkflow.deliver, message_id)
+                    # Before the message: it lands persistent.
+                    await handle.signal(task_contract.PROMOTE)
+                await handle.signal(task_contract.DELIVER, message_id)
             except FailureError:
                 # The task ended between the check and the signal: start it again in place.
                 workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)
@@ -93,23 +95,23 @@ class MainThreadWorkflow:
     async def _tell_left(self, plan: RoutePlan) -> None:
         """A move: the task the message left drops it unread, or is told not to act on it
         further. A task that has ended acts on nothing more."""
-        handle = workflow.get_external_workflow_handle(f"task:{plan.left_task}")
+        handle = workflow.get_external_workflow_handle(task_contract.workflow_id(plan.left_task))
         try:
             if plan.left_notice:
-                await handle.signal(TaskWorkflow.deliver, plan.left_notice)
+                await handle.signal(task_contract.DELIVER, plan.left_notice)
             elif plan.left_message:
-                await handle.signal(TaskWorkflow.taken_back, plan.left_message)
+                await handle.signal(task_contract.TAKEN_BACK, plan.left_message)
         except FailureError:
             workflow.logger.info("task %s ended; nothing to tell it", plan.left_task)
 
     async def _start(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
         assert plan.task_id is not None
         await workflow.start_child_workflow(
-            TaskWorkflow.run,
+            task_contract.WORKFLOW,
             TaskInput(
                 task_id=plan.task_id,
                 user_id=user_id,
-                kind=plan.kind or "lightweight",
+                kind=plan.kind or TaskKind.LIGHTWEIGHT,
                 first_message_id=message_id,
                 turn=plan.turn,
                 max_steps_per_turn=plan.max_steps_per_turn,
@@ -119,6 +121,6 @@ class MainThreadWorkflow:
                 heartbeat_timeout_seconds=plan.heartbeat_timeout_seconds,
                 running_visible_seconds=plan.running_visible_seconds,
             ),
-            id=f"task:{plan.task_id}",
+            id=task_contract.workflow_id(plan.task_id),
             parent_close_policy=ParentClosePolicy.ABANDON,
         )

@@ -15,13 +15,13 @@ from api.dispatch.tasks import archive_task, pause_task, promote_task, resume_ta
 from api.schemas.tasks import ContextView, ResumeIn, TaskList, TaskView
 from api.services.pages import finish
 from lomo.cards import card_view
+from lomo.contracts.task import ResumeInput
 from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
 from tools.checklist import item_view
-from workflows.types import ResumeInput
 
 ENDED = ("completed", "stopped", "archived", "failed")
 
