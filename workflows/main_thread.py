@@ -69,7 +69,7 @@ class MainThreadWorkflow:
             if not plan.repeat:
                 await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
                 if plan.left_task:
-                    await self._tell_left(plan)
+                    await self._tell_left(plan.left_task, plan)
             self.pending.pop(0)
 
     async def _hand_over(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
@@ -92,17 +92,17 @@ class MainThreadWorkflow:
                 workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)
                 await self._start(user_id, plan, message_id)
 
-    async def _tell_left(self, plan: RoutePlan) -> None:
+    async def _tell_left(self, left_task: str, plan: RoutePlan) -> None:
         """A move: the task the message left drops it unread, or is told not to act on it
         further. A task that has ended acts on nothing more."""
-        handle = workflow.get_external_workflow_handle(task_contract.workflow_id(plan.left_task))
+        handle = workflow.get_external_workflow_handle(task_contract.workflow_id(left_task))
         try:
             if plan.left_notice:
                 await handle.signal(task_contract.DELIVER, plan.left_notice)
             elif plan.left_message:
                 await handle.signal(task_contract.TAKEN_BACK, plan.left_message)
         except FailureError:
-            workflow.logger.info("task %s ended; nothing to tell it", plan.left_task)
+            workflow.logger.info("task %s ended; nothing to tell it", left_task)
 
     async def _start(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
         assert plan.task_id is not None
