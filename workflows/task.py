@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         TurnState,
         TurnStateInput,
     )
+    from lomo.contracts import flow_run as flow_contract
     from lomo.contracts import task as contract
     from lomo.contracts.flow_run import FlowRunInput
     from lomo.contracts.task import FlowEvent, GenerationEvent, ResumeInput, TaskInput, TaskView
@@ -359,7 +360,7 @@ class TaskWorkflow:
             await workflow.start_child_workflow(
                 FlowRunWorkflow.run,
                 FlowRunInput(run_id),
-                id=f"flowrun:{run_id}",
+                id=flow_contract.workflow_id(run_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
             )
         except WorkflowAlreadyStartedError:
