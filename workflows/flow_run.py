@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from flows.graph import descendants, ready_nodes
     from lomo.contracts import flow_run as contract
     from lomo.contracts import task as task_contract
-    from lomo.contracts.flow_run import FlowRunInput
+    from lomo.contracts.flow_run import FlowRunInput, FlowRunView
     from lomo.contracts.task import FlowEvent, GenerationEvent
     from lomo.states import TERMINAL_ORDER, OrderStatus
     from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
@@ -71,8 +71,8 @@ class FlowRunWorkflow:
         self.answered.add(card_id)
 
     @workflow.query(name=contract.STATE)
-    def state(self) -> dict[str, Any]:
-        return {"status": self.status, "version": self.version, "nodes": dict(self.nodes)}
+    def state(self) -> FlowRunView:
+        return FlowRunView(self.status, self.version, dict(self.nodes))
 
     # --- the run -----------------------------------------------------------------------
     @workflow.run

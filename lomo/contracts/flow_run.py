@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WORKFLOW = "FlowRunWorkflow"
 
 # Signals: a node's job ended (lomo.contracts.task.GenerationEvent); a card id answered.
 NODE_EVENT = "node_event"
 CARD_ANSWERED = "card_answered"
-# Query: {"status", "version", "nodes"}.
+# Query: FlowRunView.
 STATE = "state"
 
 
@@ -28,3 +28,13 @@ class FlowRunInput:
     # The owning task was told the run needs the person: carried across continue-as-new,
     # so a run that rolls over while its price card waits does not ask again.
     asked: bool = False
+
+
+@dataclass
+class FlowRunView:
+    """The `state` query's answer: the run's status, the flow version it runs, and each
+    node's status."""
+
+    status: str
+    version: int
+    nodes: dict[str, str] = field(default_factory=dict)
