@@ -44,7 +44,9 @@ class MainThreadWorkflow:
             )
             if not self.pending or workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(MainThreadInput(inp.user_id, list(self.pending)))
+                workflow.continue_as_new(
+                    MainThreadInput(user_id=inp.user_id, pending_message_ids=list(self.pending))
+                )
             item_id = self.pending[0]
             try:
                 plan = await workflow.execute_activity_method(

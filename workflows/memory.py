@@ -16,6 +16,7 @@ continue-as-new the activity finds its own record and answers just as fast).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -138,13 +139,7 @@ class MemoryWorkflow:
             if suggested() and not self._update_awaits_queue():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    MemoryInput(
-                        inp.user_id,
-                        inp.retry_seconds,
-                        inp.activity_attempts,
-                        self.pending,
-                        self.retry_later,
-                    )
+                    dataclasses.replace(inp, pending=self.pending, retry_later=self.retry_later)
                 )
             if self.pending:
                 self.running = self.pending.pop(0)

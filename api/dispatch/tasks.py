@@ -35,7 +35,7 @@ async def _update(client: Client, task_id: str, update: str, *args: object) -> s
     """Send an update (its name in the task's contract) to a task; its validator's
     refusal becomes a 409 with the reason."""
     try:
-        return str(await _task(client, task_id).execute_update(update, args=list(args)))
+        return await _task(client, task_id).execute_update(update, args=list(args), result_type=str)
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
@@ -52,7 +52,9 @@ async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
     Temporal being unreachable is raised as it is: the message is stored and owed (the
     relay hands it over), and "the task is not running" would be untrue."""
     try:
-        return str(await _task(client, task_id).execute_update(contract.MESSAGE, message_id))
+        return await _task(client, task_id).execute_update(
+            contract.MESSAGE, message_id, result_type=str
+        )
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
