@@ -175,7 +175,7 @@ class FlowRunWorkflow:
 
     async def _wait_order(self, order_id: str, plan: FlowPlan) -> None:
         """Its signal, or a compensating poll after each timer (a lost callback)."""
-        self.orders.setdefault(order_id, "submitted")
+        self.orders.setdefault(order_id, OrderStatus.SUBMITTED)
         wait = timedelta(seconds=plan.generation_wait_seconds)
         while self.orders[order_id] not in TERMINAL_ORDER:
             try:

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from lomo.contracts import task as contract
     from lomo.contracts.flow_run import FlowRunInput
     from lomo.contracts.task import FlowEvent, GenerationEvent, ResumeInput, TaskInput, TaskView
-    from lomo.states import TERMINAL_ORDER, TERMINAL_TASK, TaskKind, TaskStatus
+    from lomo.states import TERMINAL_ORDER, TERMINAL_TASK, OrderStatus, TaskKind, TaskStatus
     from lomo.words import say
     from workflows import task_state as ts
     from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
@@ -338,7 +338,7 @@ class TaskWorkflow:
         )
         s.progress = s.progress or outcome.made_progress
         if outcome.order_id and outcome.order_id not in s.waiting:
-            s.waiting[outcome.order_id] = "submitted"
+            s.waiting[outcome.order_id] = OrderStatus.SUBMITTED
         if outcome.present and outcome.order_id:
             s.present_orders.add(outcome.order_id)
         if outcome.card_id:

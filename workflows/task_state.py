@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from activities.types import TurnState
 from lomo.contracts.task import InboxEntry, TaskInput, TaskView
-from lomo.states import TERMINAL_ORDER, TaskKind, TaskStatus
+from lomo.states import TERMINAL_ORDER, OrderStatus, TaskKind, TaskStatus
 from lomo.words import say
 from workflows.stopcheck import TurnSnapshot
 
@@ -98,7 +98,7 @@ def restore(inp: TaskInput, received_at: str) -> TaskRunState:
         stop_reason=inp.stop_reason,
         inbox=list(inp.inbox),
         consumed=list(inp.consumed_messages),
-        waiting={o: "submitted" for o in inp.waiting_orders},
+        waiting={o: OrderStatus.SUBMITTED for o in inp.waiting_orders},
         present_orders=set(inp.present_orders),
         open_cards=dict(inp.open_cards),
         answered=set(inp.answered_cards),
