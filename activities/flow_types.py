@@ -1,22 +1,11 @@
 """The flow activities' inputs and outputs (activities/flows.py), sent and read by
 `FlowRunWorkflow`: ids, node ids and small values only; node definitions, results and
-assets stay in the DB."""
+assets stay in the DB. The run's own input, `FlowRunInput`, is the workflow's contract
+(lomo/contracts/flow_run.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-@dataclass
-class FlowRunInput:
-    """The run to plan or re-read (`plan_flow_run`, `refresh_flow_run`); also the input
-    the workflow itself is started with."""
-
-    run_id: str
-    attempt: int = 1
-    # The owning task was told the run needs the person: carried across continue-as-new,
-    # so a run that rolls over while its price card waits does not ask again.
-    asked: bool = False
 
 
 @dataclass

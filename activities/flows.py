@@ -32,7 +32,6 @@ from activities.flow_types import (
     CloseInput,
     FlowGraph,
     FlowPlan,
-    FlowRunInput,
     NodeInput,
     NodeOutcome,
     RunResult,
@@ -52,6 +51,7 @@ from flows.graph import (
     validate_graph,
 )
 from flows.models import FlowRun, FlowRunNode
+from lomo.contracts.flow_run import FlowRunInput
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
 from lomo.heartbeat import heartbeating

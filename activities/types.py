@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lomo.states import TERMINAL_ORDER
+
 
 @dataclass
 class StatusInput:
@@ -149,4 +151,4 @@ class OrderState:
 
     @property
     def terminal(self) -> bool:
-        return self.status in ("succeeded", "failed")
+        return self.status in TERMINAL_ORDER

@@ -10,10 +10,10 @@ from typing import Any
 
 from journal import statements as st
 from journal.backend import Batch
-from journal.types import TERMINAL_TASK_STATUSES, StatusChange
+from journal.types import StatusChange
 from lomo.db.query import Query, Rows
 from lomo.events import event_queries
-from lomo.states import EventType
+from lomo.states import TERMINAL_TASK, EventType
 
 
 async def write_changes(
@@ -37,7 +37,9 @@ async def write_changes(
     if change.reply is not None:
         for user_id in changed:
             await batch(*event_queries(user_id, EventType.TASK_REPLY, change.reply, at))
-    if changed and change.status in TERMINAL_TASK_STATUSES:
+    # A person's stop, an archive and a lightweight task's completion end the workflow; a
+    # change to one of them expires the task's open cards.
+    if changed and change.status in TERMINAL_TASK:
         # What can be cancelled is: open questions to the person expire.
         await batch(Query(st.EXPIRE_CARDS, {"p_id": change.task_id}))
     return changed

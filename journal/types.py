@@ -7,11 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from context.types import StepData
-from lomo.states import TERMINAL_TASK
-
-# A person's stop, an archive and a lightweight task's completion end the workflow; a
-# change to one of them expires the task's open cards.
-TERMINAL_TASK_STATUSES = TERMINAL_TASK
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""What every workflow here shares: the retry and timeout of short DB activities, the final
-order states, and the re-read of a card whose wake-up may have been lost."""
+"""What every workflow here shares: the retry and timeout of short DB activities, and the
+re-read of a card whose wake-up may have been lost."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from activities.runtime import RuntimeActivities
     from activities.types import CardRef
+    from lomo.states import CardStatus
 
 DB_TIMEOUT = timedelta(seconds=30)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
-FINAL_ORDER = ("succeeded", "failed")
 
 
 async def card_unanswered(card_id: str) -> bool:
@@ -26,4 +26,4 @@ async def card_unanswered(card_id: str) -> bool:
         start_to_close_timeout=DB_TIMEOUT,
         retry_policy=RETRY,
     )
-    return st.status == "open"
+    return st.status == CardStatus.OPEN

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.flow_types import (
         CloseInput,
         FlowPlan,
-        FlowRunInput,
         NodeInput,
         NodeOutcome,
         RunResult,
@@ -36,19 +35,19 @@ with workflow.unsafe.imports_passed_through():
     from activities.generation import GenerationActivities
     from activities.types import OrderRef
     from flows.graph import descendants, ready_nodes
-    from workflows.common import DB_TIMEOUT, FINAL_ORDER, RETRY, card_unanswered
-    from workflows.types import FlowEvent, GenerationEvent
-
-# The task's signal is declared on its inputs' mixin: TaskWorkflow itself (workflows/task.py)
-# starts this workflow as a child, so importing it here would be a cycle.
-from workflows.task_inputs import TaskInputs
+    from lomo.contracts import flow_run as contract
+    from lomo.contracts import task as task_contract
+    from lomo.contracts.flow_run import FlowRunInput, FlowRunView
+    from lomo.contracts.task import FlowEvent, GenerationEvent
+    from lomo.states import TERMINAL_ORDER, OrderStatus
+    from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
 
 FLOW_KEY = SearchAttributeKey.for_keyword("LomoFlowId")
 FLOW_STATUS_KEY = SearchAttributeKey.for_keyword("LomoFlowStatus")
 NODE_TIMEOUT = timedelta(minutes=2)
 
 
-@workflow.defn(name="FlowRunWorkflow")
+@workflow.defn(name=contract.WORKFLOW)
 class FlowRunWorkflow:
     def __init__(self) -> None:
         self.orders: dict[str, str] = {}  # order id → last known status
@@ -62,18 +61,18 @@ class FlowRunWorkflow:
         self.inp = FlowRunInput("")
 
     # --- inputs ------------------------------------------------------------------------
-    @workflow.signal(name="node_event")
+    @workflow.signal(name=contract.NODE_EVENT)
     def node_event(self, ev: GenerationEvent) -> None:
-        if self.orders.get(ev.order_id) not in FINAL_ORDER:
+        if self.orders.get(ev.order_id) not in TERMINAL_ORDER:
             self.orders[ev.order_id] = ev.status
 
-    @workflow.signal(name="card_answered")
+    @workflow.signal(name=contract.CARD_ANSWERED)
     def card_answered(self, card_id: str) -> None:
         self.answered.add(card_id)
 
-    @workflow.query(name="state")
-    def state(self) -> dict[str, Any]:
-        return {"status": self.status, "version": self.version, "nodes": dict(self.nodes)}
+    @workflow.query(name=contract.STATE)
+    def state(self) -> FlowRunView:
+        return FlowRunView(self.status, self.version, dict(self.nodes))
 
     # --- the run -----------------------------------------------------------------------
     @workflow.run
@@ -154,7 +153,7 @@ class FlowRunWorkflow:
                 fin = await self._act(FlowActivities.finish_flow_node, inp, plan)
                 if fin.status != "submitted":
                     return NodeOutcome(fin.status, out.version, fin.order_id, None, fin.error)
-                self.orders[out.order_id] = "running"  # not final after all: wait again
+                self.orders[out.order_id] = OrderStatus.RUNNING  # not final after all: wait again
 
     async def _act(
         self,
@@ -176,12 +175,12 @@ class FlowRunWorkflow:
 
     async def _wait_order(self, order_id: str, plan: FlowPlan) -> None:
         """Its signal, or a compensating poll after each timer (a lost callback)."""
-        self.orders.setdefault(order_id, "submitted")
+        self.orders.setdefault(order_id, OrderStatus.SUBMITTED)
         wait = timedelta(seconds=plan.generation_wait_seconds)
-        while self.orders[order_id] not in FINAL_ORDER:
+        while self.orders[order_id] not in TERMINAL_ORDER:
             try:
                 await workflow.wait_condition(
-                    lambda: self.orders[order_id] in FINAL_ORDER, timeout=wait
+                    lambda: self.orders[order_id] in TERMINAL_ORDER, timeout=wait
                 )
             except TimeoutError:
                 st = await workflow.execute_activity_method(
@@ -190,7 +189,7 @@ class FlowRunWorkflow:
                     start_to_close_timeout=NODE_TIMEOUT,
                     retry_policy=RETRY,
                 )
-                if self.orders[order_id] not in FINAL_ORDER:
+                if self.orders[order_id] not in TERMINAL_ORDER:
                     self.orders[order_id] = st.status
 
     async def _wait_card(self, card_id: str, plan: FlowPlan, may_roll_over: bool = False) -> None:
@@ -246,9 +245,10 @@ class FlowRunWorkflow:
         if plan.task_id is None or (status == "needs_person" and self.asked):
             return
         self.asked = self.asked or status == "needs_person"
-        handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
+        # By name: TaskWorkflow starts this workflow as a child, so it is not imported here.
+        handle = workflow.get_external_workflow_handle(task_contract.workflow_id(plan.task_id))
         try:
-            await handle.signal(TaskInputs.flow_event, FlowEvent(self.inp.run_id, status))
+            await handle.signal(task_contract.FLOW_EVENT, FlowEvent(self.inp.run_id, status))
         except Exception:  # a task that ended has nobody to wake; the run is in the DB
             workflow.logger.info("task %s not running; flow_event dropped", plan.task_id)
 

@@ -16,18 +16,21 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.routing import RoutingActivities
+    from lomo.contracts import main_thread as contract
+    from lomo.contracts import task as task_contract
+    from lomo.contracts.main_thread import MainThreadInput
+    from lomo.contracts.task import TaskInput
+    from lomo.states import TaskKind
     from routing.types import RoutePlan, RouteRequest
     from workflows.common import RETRY
-    from workflows.task import TaskWorkflow
-    from workflows.types import MainThreadInput, TaskInput
 
 
-@workflow.defn(name="MainThreadWorkflow")
+@workflow.defn(name=contract.WORKFLOW)
 class MainThreadWorkflow:
     def __init__(self) -> None:
         self.pending: list[str] = []
 
-    @workflow.signal(name="route")
+    @workflow.signal(name=contract.ROUTE)
     def route(self, item_id: str) -> None:
         if item_id not in self.pending:
             self.pending.append(item_id)
@@ -41,7 +44,9 @@ class MainThreadWorkflow:
             )
             if not self.pending or workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(MainThreadInput(inp.user_id, list(self.pending)))
+                workflow.continue_as_new(
+                    MainThreadInput(user_id=inp.user_id, pending_message_ids=list(self.pending))
+                )
             item_id = self.pending[0]
             try:
                 plan = await workflow.execute_activity_method(
@@ -66,7 +71,7 @@ class MainThreadWorkflow:
             if not plan.repeat:
                 await self._hand_over(inp.user_id, plan, plan.message_id or item_id)
                 if plan.left_task:
-                    await self._tell_left(plan)
+                    await self._tell_left(plan.left_task, plan)
             self.pending.pop(0)
 
     async def _hand_over(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
@@ -78,38 +83,37 @@ class MainThreadWorkflow:
         # A completed persistent task's workflow is still alive and takes the message
         # itself; only a workflow that has ended is started again in place (below).
         if plan.decision in ("existing", "move"):
-            handle = workflow.get_external_workflow_handle(f"task:{plan.task_id}")
+            handle = workflow.get_external_workflow_handle(task_contract.workflow_id(plan.task_id))
             try:
                 if plan.promote:
-                    await handle.signal(
-                        TaskWorkflow.promote
-                    )  # before the message: it lands persistent
-                await handle.signal(TaskWorkflow.deliver, message_id)
+                    # Before the message: it lands persistent.
+                    await handle.signal(task_contract.PROMOTE)
+                await handle.signal(task_contract.DELIVER, message_id)
             except FailureError:
                 # The task ended between the check and the signal: start it again in place.
                 workflow.logger.info("task %s ended meanwhile; restarting", plan.task_id)
                 await self._start(user_id, plan, message_id)
 
-    async def _tell_left(self, plan: RoutePlan) -> None:
+    async def _tell_left(self, left_task: str, plan: RoutePlan) -> None:
         """A move: the task the message left drops it unread, or is told not to act on it
         further. A task that has ended acts on nothing more."""
-        handle = workflow.get_external_workflow_handle(f"task:{plan.left_task}")
+        handle = workflow.get_external_workflow_handle(task_contract.workflow_id(left_task))
         try:
             if plan.left_notice:
-                await handle.signal(TaskWorkflow.deliver, plan.left_notice)
+                await handle.signal(task_contract.DELIVER, plan.left_notice)
             elif plan.left_message:
-                await handle.signal(TaskWorkflow.taken_back, plan.left_message)
+                await handle.signal(task_contract.TAKEN_BACK, plan.left_message)
         except FailureError:
-            workflow.logger.info("task %s ended; nothing to tell it", plan.left_task)
+            workflow.logger.info("task %s ended; nothing to tell it", left_task)
 
     async def _start(self, user_id: str, plan: RoutePlan, message_id: str) -> None:
         assert plan.task_id is not None
         await workflow.start_child_workflow(
-            TaskWorkflow.run,
+            task_contract.WORKFLOW,
             TaskInput(
                 task_id=plan.task_id,
                 user_id=user_id,
-                kind=plan.kind or "lightweight",
+                kind=plan.kind or TaskKind.LIGHTWEIGHT,
                 first_message_id=message_id,
                 turn=plan.turn,
                 max_steps_per_turn=plan.max_steps_per_turn,
@@ -119,6 +123,6 @@ class MainThreadWorkflow:
                 heartbeat_timeout_seconds=plan.heartbeat_timeout_seconds,
                 running_visible_seconds=plan.running_visible_seconds,
             ),
-            id=f"task:{plan.task_id}",
+            id=task_contract.workflow_id(plan.task_id),
             parent_close_policy=ParentClosePolicy.ABANDON,
         )

@@ -16,6 +16,7 @@ continue-as-new the activity finds its own record and answers just as fast).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.memory import MemoryActivities
+    from lomo.contracts import memory as contract
     from memory.types import (
         CorrectInput,
         CorrectOutput,
@@ -50,7 +52,7 @@ class _Awaited:
     outcome: Any = None
 
 
-@workflow.defn(name="MemoryWorkflow")
+@workflow.defn(name=contract.WORKFLOW)
 class MemoryWorkflow:
     def __init__(self) -> None:
         self.pending: list[MemoryJob] = []
@@ -63,26 +65,26 @@ class MemoryWorkflow:
         if not any(j.kind == job.kind and j.ref == job.ref for j in self.pending):
             self.pending.append(job)
 
-    @workflow.signal(name="extract")
+    @workflow.signal(name=contract.EXTRACT)
     def extract(self, message_id: str) -> None:
         self._add(MemoryJob("extract", message_id))
 
-    @workflow.signal(name="forget")
+    @workflow.signal(name=contract.FORGET)
     def forget(self, card_id: str) -> None:
         self._add(MemoryJob("forget", card_id))
 
-    @workflow.update(name="forget_and_wait")
+    @workflow.update(name=contract.FORGET_AND_WAIT)
     async def forget_and_wait(self, card_id: str) -> str:
         """The forget cascade, answered once it ran: the api wakes the card's task only
         after this, so the task's next context is already without the forgotten content.
         If its round failed the answer is "not yet: ..." and the job runs again later."""
         return str(await self._outcome("forget", card_id))
 
-    @workflow.update(name="correct")
+    @workflow.update(name=contract.CORRECT)
     async def correct(self, evidence_id: str) -> CorrectOutput:
         result = await self._outcome("correct", evidence_id)
         if isinstance(result, str):
-            raise ApplicationError(result, non_retryable=True)
+            raise ApplicationError(result, type="CorrectionFailed", non_retryable=True)
         assert isinstance(result, CorrectOutput)
         return result
 
@@ -137,13 +139,7 @@ class MemoryWorkflow:
             if suggested() and not self._update_awaits_queue():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    MemoryInput(
-                        inp.user_id,
-                        inp.retry_seconds,
-                        inp.activity_attempts,
-                        self.pending,
-                        self.retry_later,
-                    )
+                    dataclasses.replace(inp, pending=self.pending, retry_later=self.retry_later)
                 )
             if self.pending:
                 self.running = self.pending.pop(0)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from activities.types import TurnState
+from lomo.states import OrderStatus, TaskKind
+from lomo.words import say
 
 
 @dataclass
@@ -33,7 +35,7 @@ class TurnSnapshot:
 
 @dataclass
 class TurnFacts:
-    kind: str  # lightweight | persistent
+    kind: str  # TaskKind
     stop_requested: bool = False
     paused: bool = False
     steps_exhausted: bool = False  # the turn hit max_steps_per_turn without ending
@@ -59,35 +61,35 @@ class Verdict:
 
 def stop_check(f: TurnFacts) -> Verdict:
     if f.stop_requested:
-        return Verdict("stop", "stopped by the person")
+        return Verdict("stop", say("task.stopped_by_person"))
     if f.paused:
-        return Verdict("pause", "paused by the person")
+        return Verdict("pause", say("task.paused_by_person"))
     if f.checklist_total and not f.checklist_open and not f.open_orders:
-        return Verdict("complete", "every checklist step is done")
+        return Verdict("complete", say("task.checklist_done"))
     if f.open_orders:
-        return Verdict("wait_jobs", "waiting on generation jobs")
+        return Verdict("wait_jobs", say("task.waiting_jobs"))
     if f.open_cards:
-        return Verdict("wait_cards", "waiting on the person's answer")
+        return Verdict("wait_cards", say("task.waiting_answer"))
     if f.checkpoint_due:
-        return Verdict("checkpoint", f"checkpoint {f.checkpoint_due} needs the person")
+        return Verdict("checkpoint", say("task.checkpoint", item=f.checkpoint_due))
     if f.blocked:
-        return Verdict("stop", f"blocked: {f.blocked}")
+        return Verdict("stop", say("task.blocked", reason=f.blocked))
     if f.steps_exhausted:
-        return Verdict("stop", "limit: max_steps_per_turn reached")
+        return Verdict("stop", say("task.max_steps"))
     if f.inbox:
-        return Verdict("next_turn", "new messages arrived during the turn")
+        return Verdict("next_turn", say("task.new_messages"))
     if f.asked_person:
-        return Verdict("wait_input", "the agent asked the person")
+        return Verdict("wait_input", say("task.asked"))
     if not f.checklist_total:
         # No plan: a lightweight task is done once it answered; a persistent one waits.
-        if f.kind == "lightweight":
-            return Verdict("complete", "answered")
-        return Verdict("wait_input", "answered; waiting for the person")
+        if f.kind == TaskKind.LIGHTWEIGHT:
+            return Verdict("complete", say("task.answered"))
+        return Verdict("wait_input", say("task.answered_waiting"))
     if f.progress:
-        return Verdict("next_turn", "progress made and steps remain")
+        return Verdict("next_turn", say("task.progress"))
     if f.idle_turns >= f.max_idle_turns:
-        return Verdict("stop", f"limit: no meaningful progress in {f.idle_turns} turns")
-    return Verdict("next_turn", "no progress yet; trying again")
+        return Verdict("stop", say("task.no_progress", turns=f.idle_turns))
+    return Verdict("next_turn", say("task.trying_again"))
 
 
 @dataclass
@@ -107,7 +109,7 @@ def presents_result(j: JobsEnded, state: TurnState) -> bool:
     only when the plan said each result is the answer, each job succeeded into an asset,
     and nothing asks for a decision: no message, card, pause or open checklist step."""
     finished = bool(j.statuses) and all(
-        status == "succeeded" and o in j.present and o in j.assets
+        status == OrderStatus.SUCCEEDED and o in j.present and o in j.assets
         for o, status in j.statuses.items()
     )
     waiting = j.inbox or j.open_cards or j.paused
@@ -115,7 +117,7 @@ def presents_result(j: JobsEnded, state: TurnState) -> bool:
     return finished and not waiting and not planned
 
 
-# The verdicts that park the task on the person: its status is "waiting_user".
+# The verdicts that park the task on the person: its status is `waiting_user`.
 WAITS_FOR_PERSON = ("wait_cards", "wait_input")
 
 

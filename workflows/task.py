@@ -1,29 +1,34 @@
 """TaskWorkflow: one per task (id `task:{task_id}`), the task's loop (docs/architecture.md).
 
-Read top to bottom: `run` waits for work and runs turns; `_turn` is the steps of one turn
-(inference, then the step's tool calls in parallel); `_after_turn` asks `stop_check`
-(workflows/stopcheck.py) what follows. The inputs (updates, signals) are in
-`task_inputs.py`, the waits in `task_waits.py`, the compact state in `task_state.py`.
-Waiting on a job or a card is parked and costs no model call.
+Read top to bottom: the inputs (updates from the api, validated; signals from other
+workflows), then `run`, which waits for work and runs turns; `_turn` is the steps of one
+turn (inference, then the step's tool calls in parallel); `_after_turn` asks `stop_check`
+(workflows/stopcheck.py) what follows; then the waits it decides, each parked without a
+model call and with a timer that re-reads the DB, so a lost wake-up never parks a task
+forever. The state is one `TaskRunState` (workflows/task_state.py); the names the api
+calls are the contract in lomo/contracts/task.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.flow_types import FlowRunInput
+    from activities.generation import GenerationActivities
     from activities.runtime import RuntimeActivities
     from activities.segments import SegmentActivities
     from activities.types import (
         CheckpointInput,
+        OrderRef,
+        ReviewInput,
         SegmentInput,
         StatusInput,
         StepInput,
@@ -32,82 +37,235 @@ with workflow.unsafe.imports_passed_through():
         TurnState,
         TurnStateInput,
     )
-    from workflows.stopcheck import WAITS_FOR_PERSON, end_facts, presents_result, stop_check
-    from workflows.types import TaskInput
+    from lomo.contracts import flow_run as flow_contract
+    from lomo.contracts import task as contract
+    from lomo.contracts.flow_run import FlowRunInput
+    from lomo.contracts.task import FlowEvent, GenerationEvent, ResumeInput, TaskInput, TaskView
+    from lomo.states import TERMINAL_ORDER, TERMINAL_TASK, OrderStatus, TaskKind, TaskStatus
+    from lomo.words import say
+    from workflows import task_state as ts
+    from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
+    from workflows.stopcheck import (
+        WAITS_FOR_PERSON,
+        JobsEnded,
+        end_facts,
+        presents_result,
+        stop_check,
+    )
+    from workflows.task_state import TaskRunState
 
 from workflows.flow_run import FlowRunWorkflow
-from workflows.task_inputs import TaskInputs
-from workflows.task_state import (
-    DB_TIMEOUT,
-    MODEL_TIMEOUT,
-    RETRY,
-    TOOL_TIMEOUT,
-    Completed,
-    Stopped,
-)
-from workflows.task_waits import TaskWaits
 
+A = TypeVar("A")
+R = TypeVar("R")
+
+STATUS_KEY = SearchAttributeKey.for_keyword("LomoTaskStatus")
+KIND_KEY = SearchAttributeKey.for_keyword("LomoTaskKind")
+USER_KEY = SearchAttributeKey.for_keyword("LomoUserId")
+WAITING_SINCE_KEY = SearchAttributeKey.for_datetime("LomoWaitingSince")
+
+MODEL_TIMEOUT = timedelta(minutes=5)
+TOOL_TIMEOUT = timedelta(minutes=2)
 # Call statuses that park the call on a card: the same call runs again once it is answered.
 PARKED_CALLS = ("needs_confirmation", "needs_credit")
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 
-@workflow.defn(name="TaskWorkflow")
-class TaskWorkflow(TaskInputs, TaskWaits):
+class Stopped(Exception):
+    """Internal: the person stopped the task while we were waiting."""
+
+
+class Completed(Exception):
+    """Internal: a lightweight task completed; the workflow ends."""
+
+
+def _refusal(key: str, kind: str, **values: Any) -> ApplicationError:
+    """An update's refusal: the api returns its message to the person as a 409."""
+    return ApplicationError(say(key, **values), type=kind)
+
+
+@workflow.defn(name=contract.WORKFLOW)
+class TaskWorkflow:
     @workflow.init
     def __init__(self, inp: TaskInput) -> None:
-        super().__init__()
         # Restored before any handler runs: an update can be handled in a run's first
         # workflow task, before `run` starts, and must see the carried state (status,
         # messages read), not the defaults.
-        self._restore(inp)
+        self.state: TaskRunState = ts.restore(inp, workflow.now().isoformat())
 
+    # --- inputs: updates from the api (validated), signals from other workflows ---------
+    @workflow.update(name=contract.MESSAGE)
+    def message(self, message_id: str) -> str:
+        # A held or already read id is taken again and changes nothing (see enqueue).
+        self.state.enqueue(message_id, workflow.now().isoformat())
+        return self.state.status
+
+    @message.validator
+    def _validate_message(self, message_id: str) -> None:
+        if not message_id:
+            raise _refusal("task.message_required", "InvalidInput")
+        if message_id in self.state.consumed:
+            # Read already, even if the task has closed since: a refusal would be a 409, and
+            # the api would send the message through the main thread to be read again.
+            return
+        self._refuse_if_closed("task.closed_messages")
+
+    @workflow.signal(name=contract.DELIVER)
+    def deliver(self, message_id: str) -> None:
+        # The main thread checked the task before routing; a closed task drops it (the
+        # message stays in the DB as evidence, unprocessed).
+        if message_id and not ts.closed_reason(self.state):
+            self.state.enqueue(message_id, workflow.now().isoformat())
+
+    @workflow.signal(name=contract.TAKEN_BACK)
+    def taken_back(self, message_id: str) -> None:
+        # The person withdrew the message, or moved it to another task, before a step took
+        # it (the database decided that): it leaves the inbox, and a later hand-off of it
+        # is taken as one already read (no turn runs for it).
+        if message_id:
+            self.state.consume([message_id])
+
+    @workflow.update(name=contract.CARD_ANSWERED)
+    def card_answered(self, card_id: str) -> str:
+        self.state.answered.add(card_id)
+        return self.state.status
+
+    @card_answered.validator
+    def _validate_card(self, card_id: str) -> None:
+        self._refuse_if_closed("task.closed_cards")
+        if card_id not in self.state.open_cards:
+            raise _refusal("task.card_not_open", "UnknownCard", card_id=card_id)
+
+    @workflow.signal(name=contract.GENERATION_EVENT)
+    def generation_event(self, ev: GenerationEvent) -> None:
+        # Duplicates and events for unknown orders change nothing (the DB is the truth).
+        waiting = self.state.waiting
+        if ev.order_id in waiting and waiting[ev.order_id] not in TERMINAL_ORDER:
+            waiting[ev.order_id] = ev.status
+
+    @workflow.signal(name=contract.FLOW_EVENT)
+    def flow_event(self, ev: FlowEvent) -> None:
+        # A flow run ended or needs the person: the next turn sees it in the context.
+        if not ts.closed_reason(self.state):
+            self.state.wake = True
+
+    @workflow.update(name=contract.STOP)
+    def stop(self) -> str:
+        self.state.stop_requested = True
+        return ts.STOPPING
+
+    @stop.validator
+    def _validate_stop(self) -> None:
+        if self.state.status in TERMINAL_TASK:
+            raise _refusal("task.already_closed", "TaskClosed", status=self.state.status)
+
+    @workflow.update(name=contract.PAUSE)
+    def pause(self) -> str:
+        self.state.pause_requested = True
+        return "pausing"
+
+    @pause.validator
+    def _validate_pause(self) -> None:
+        self._refuse_if_closed("task.closed_pause")
+
+    @workflow.update(name=contract.RESUME)
+    def resume(self, inp: ResumeInput) -> str:
+        s = self.state
+        if inp.max_steps_per_turn:
+            s.inp.max_steps_per_turn = inp.max_steps_per_turn
+        if inp.max_turns_without_progress:
+            s.inp.max_turns_without_progress = inp.max_turns_without_progress
+        s.pause_requested = False
+        s.resume_requested = True
+        return "resuming"
+
+    @resume.validator
+    def _validate_resume(self, inp: ResumeInput) -> None:
+        # A workflow that is still running while "stopped" was stopped by the runtime (a
+        # limit, a blocked step) and can go on; the person's own stop ends the workflow.
+        s = self.state
+        if ts.must_end(s):
+            raise _refusal("task.stopping_no_resume", "TaskClosed")
+        if s.status not in (TaskStatus.PAUSED, TaskStatus.STOPPED):
+            raise _refusal("task.not_paused", "NotPaused", status=s.status)
+        for v in (inp.max_steps_per_turn, inp.max_turns_without_progress):
+            if v is not None and not 1 <= v <= 1000:
+                raise _refusal("task.limits_range", "InvalidInput")
+
+    @workflow.update(name=contract.ARCHIVE)
+    def archive(self) -> str:
+        self.state.archive_requested = True
+        return "archiving"
+
+    @workflow.signal(name=contract.PROMOTE)
+    def promote(self) -> None:
+        # In place: same workflow, context and journal; only the kind changes.
+        s = self.state
+        if s.kind == TaskKind.LIGHTWEIGHT and not ts.closed_reason(s):
+            s.kind = TaskKind.PERSISTENT
+            self._upsert(s.status)
+
+    @workflow.query(name=contract.STATE)
+    def view(self) -> TaskView:
+        return ts.view(self.state)
+
+    def _refuse_if_closed(self, key: str) -> None:
+        if reason := ts.closed_reason(self.state):
+            raise _refusal(key, "TaskClosed", status=reason)
+
+    # --- the loop -------------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: TaskInput) -> str:
-        self._upsert(self.status)
+        s = self.state
+        self._upsert(s.status)
         try:
             while True:
-                if self._parked_on_cards():
+                if ts.parked_on_cards(s):
                     await self._wait_for_cards_or_input()
                     continue
                 await workflow.wait_condition(
-                    lambda: self._has_work() or self._must_end() or self._should_rollover()
+                    lambda: ts.has_work(s) or ts.must_end(s) or self._should_rollover()
                 )
-                if self._must_end():
+                if ts.must_end(s):
                     raise Stopped()
-                if not self._has_work():
+                if not ts.has_work(s):
                     await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(self._carry())
-                if self.pause_requested:
+                    workflow.continue_as_new(ts.carry(s))
+                if s.pause_requested:
                     await self._park_paused()
                     continue
-                if self.answered & set(self.open_cards):
+                if s.answered & set(s.open_cards):
                     await self._on_cards_answered()
                 else:
                     await self._turn()
                 await self._after_turn()
         except Stopped:
-            return await self._finish("archived" if self.archive_requested else "stopped")
+            return await self._finish(
+                TaskStatus.ARCHIVED if s.archive_requested else TaskStatus.STOPPED
+            )
         except Completed:
-            return await self._finish("completed")
+            return await self._finish(TaskStatus.COMPLETED)
+
+    def _should_rollover(self) -> bool:
+        return workflow.info().is_continue_as_new_suggested()
 
     # --- one turn: steps of inference plus tool calls --------------------------------
     async def _turn(self) -> None:
-        assert self.inp is not None
-        self.wake = False
+        s = self.state
+        s.wake = False
         # The turn's first model step writes the "running" status: no status activity.
         running: StatusInput | None = None
-        if self.status != "running":
-            self.status = "running"
-            running = StatusInput(self.inp.task_id, "running", "", self.kind, fence=self._fence())
-        self.turn += 1
+        if s.status != TaskStatus.RUNNING:
+            s.status = TaskStatus.RUNNING
+            running = StatusInput(s.inp.task_id, s.status, "", s.kind, fence=self._fence())
+        s.turn += 1
         # The search attribute follows after `running_visible_seconds`, from a timer: an
         # upsert sent with the model step's scheduling would hold the step back by its
         # visibility write, and a turn shorter than that is neither parked nor stuck.
         show = None
-        if self._shown != "running":
-            show = asyncio.create_task(self._show_running_later(self.turn))
+        if s.shown != TaskStatus.RUNNING:
+            show = asyncio.create_task(self._show_running_later(s.turn))
         try:
             await self._steps(running)
         finally:
@@ -115,22 +273,20 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 show.cancel()  # the turn ended first: the timer goes, nothing is written
 
     async def _show_running_later(self, turn: int) -> None:
-        assert self.inp is not None
-        await workflow.sleep(timedelta(seconds=self.inp.running_visible_seconds))
-        if self.turn == turn and self.status == "running":
-            self._upsert("running")
+        s = self.state
+        await workflow.sleep(timedelta(seconds=s.inp.running_visible_seconds))
+        if s.turn == turn and s.status == TaskStatus.RUNNING:
+            self._upsert(TaskStatus.RUNNING)
 
     async def _steps(self, running: StatusInput | None) -> None:
         """The turn's steps: inference, then the step's calls, until the turn ends."""
-        assert self.inp is not None
-        self._model_turn = True
-        self._end_state = None
-        self._progress, self._asked, self._exhausted = False, False, True
-        for step in range(1, self.inp.max_steps_per_turn + 1):
-            consumed = [e.message_id for e in self.inbox]
+        s = self.state
+        s.begin_turn(model_turn=True, exhausted=True)
+        for step in range(1, s.inp.max_steps_per_turn + 1):
+            consumed = [e.message_id for e in s.inbox]
             decision = await workflow.execute_activity_method(
                 RuntimeActivities.model_step,
-                StepInput(self.inp.task_id, self.turn, step, consumed, self.inp.user_id, running),
+                StepInput(s.inp.task_id, s.turn, step, consumed, s.inp.user_id, running),
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
                 retry_policy=RETRY,
@@ -138,16 +294,16 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             running = None
             # Only what the model actually saw is processed; later arrivals wait for the
             # next step, never attributed to the running one.
-            self._consume(consumed)
-            if self.stop_requested or self.archive_requested:
+            s.consume(consumed)
+            if ts.must_end(s):
                 raise Stopped()  # the decision is stored; its calls never run
-            call_ids = [f"{self.inp.task_id}:{self.turn}:{step}:{c.index}" for c in decision.calls]
-            self._end_state = decision.turn_state
+            call_ids = [f"{s.inp.task_id}:{s.turn}:{step}:{c.index}" for c in decision.calls]
+            s.end_state = decision.turn_state
             # The one call of a step that ends the turn reads the turn's state after it ran
             # (with parallel calls no single one runs last: the state is read after them).
-            ends_with = self.turn if decision.end_turn and len(call_ids) == 1 else 0
+            ends_with = s.turn if decision.end_turn and len(call_ids) == 1 else 0
             # Independent calls of one step run in parallel.
-            asked_before = set(self.open_cards)
+            asked_before = set(s.open_cards)
             work: list[Awaitable[ToolOutcome | None]] = [
                 self._call(cid, ends_with, c.name)
                 for cid, c in zip(call_ids, decision.calls, strict=True)
@@ -156,43 +312,43 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 # Beside the calls, not after them: no extra sequential activity per step.
                 work.append(self._summarize(decision.segment_closed))
             outcomes = [o for o in await asyncio.gather(*work) if isinstance(o, ToolOutcome)]
-            if set(self.open_cards) - asked_before:
+            if set(s.open_cards) - asked_before:
                 # A question to the person ends the turn: no more (paid) steps pile up
                 # cards before the person answered.
-                self._exhausted = False
+                s.exhausted = False
                 break
-            if decision.end_turn or self.pause_requested:
-                self._exhausted = False
-                self._asked = decision.asked_person
+            if decision.end_turn or s.pause_requested:
+                s.exhausted = False
+                s.asked = decision.asked_person
                 break
-            if outcomes and all(o.present for o in outcomes) and not self.inbox:
+            if outcomes and all(o.present for o in outcomes) and not s.inbox:
                 # The plan says these jobs' results are the answer: until they end there
                 # is nothing to decide, so no model step to acknowledge the submit.
-                self._exhausted = False
+                s.exhausted = False
                 break
 
     async def _call(self, call_id: str, ends_turn: int = 0, name: str = "") -> ToolOutcome:
-        assert self.inp is not None
+        s = self.state
         outcome = await workflow.execute_activity_method(
             RuntimeActivities.run_tool,
-            ToolInput(self.inp.task_id, call_id, ends_turn, name),
+            ToolInput(s.inp.task_id, call_id, ends_turn, name),
             start_to_close_timeout=TOOL_TIMEOUT,
             heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
-        self._progress = self._progress or outcome.made_progress
-        if outcome.order_id and outcome.order_id not in self.waiting:
-            self.waiting[outcome.order_id] = "submitted"
+        s.progress = s.progress or outcome.made_progress
+        if outcome.order_id and outcome.order_id not in s.waiting:
+            s.waiting[outcome.order_id] = OrderStatus.SUBMITTED
         if outcome.present and outcome.order_id:
-            self.present_orders.add(outcome.order_id)
+            s.present_orders.add(outcome.order_id)
         if outcome.card_id:
             # A call waiting on a price or credit card runs again once the card is answered.
             pending_call = call_id if outcome.status in PARKED_CALLS else ""
-            self.open_cards.setdefault(outcome.card_id, pending_call)
+            s.open_cards.setdefault(outcome.card_id, pending_call)
             if outcome.status == "needs_credit":
-                self.credit_cards.add(outcome.card_id)
+                s.credit_cards.add(outcome.card_id)
         if outcome.turn_state is not None:
-            self._end_state = outcome.turn_state
+            s.end_state = outcome.turn_state
         if outcome.flow_run:
             await self._start_flow_run(outcome.flow_run)
         return outcome
@@ -204,18 +360,17 @@ class TaskWorkflow(TaskInputs, TaskWaits):
             await workflow.start_child_workflow(
                 FlowRunWorkflow.run,
                 FlowRunInput(run_id),
-                id=f"flowrun:{run_id}",
+                id=flow_contract.workflow_id(run_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
             )
         except WorkflowAlreadyStartedError:
             pass  # started by an earlier attempt of this call, or by the person
 
     async def _summarize(self, segment: int) -> None:
-        assert self.inp is not None
         try:
             await workflow.execute_activity_method(
                 SegmentActivities.summarize_segment,
-                SegmentInput(self.inp.task_id, segment),
+                SegmentInput(self.state.inp.task_id, segment),
                 start_to_close_timeout=MODEL_TIMEOUT,
                 heartbeat_timeout=self._heartbeat(),
                 retry_policy=SUMMARY_RETRY,
@@ -225,21 +380,21 @@ class TaskWorkflow(TaskInputs, TaskWaits):
 
     # --- after a turn: the stop-check and the waits it decides -------------------------
     async def _after_turn(self) -> None:
-        assert self.inp is not None
+        s = self.state
         # The activity that ended the turn (the model step without calls, or the turn's one
         # call) returned the turn's state; after parallel calls, or a rerun of confirmed
         # calls, no single activity ran last and `turn_state` reads it.
-        state = self._end_state if self._end_state is not None else await self._turn_state()
-        self._end_state = None
-        before = self.idle_turns
-        progress = self._progress or state.progress
+        state = s.end_state if s.end_state is not None else await self._turn_state()
+        s.end_state = None
+        before = s.idle_turns
+        progress = s.progress or state.progress
         while True:
             for card_id in state.open_cards:
-                self.open_cards.setdefault(card_id, "")
+                s.open_cards.setdefault(card_id, "")
             facts = end_facts(
-                self._snapshot(before), state, progress=progress, steps_exhausted=self._exhausted
+                ts.snapshot(s, before), state, progress=progress, steps_exhausted=s.exhausted
             )
-            self.idle_turns = facts.idle_turns
+            s.idle_turns = facts.idle_turns
             verdict = stop_check(facts)
             if verdict.action == "stop":
                 if facts.stop_requested:
@@ -252,65 +407,238 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 await self._complete(verdict.reason)
                 return
             if verdict.action == "wait_jobs":
-                self.idle_turns = 0
+                s.idle_turns = 0
                 ended = await self._await_orders()
                 # A finished job wakes the task only when the plan needs it: a result the
                 # plan called the answer is presented with the status that follows (no
                 # model call); otherwise a lightweight task reports its result, and a
                 # persistent one goes on if steps remain.
                 state = await self._turn_state()
-                self._exhausted, self._asked = False, False
+                s.exhausted, s.asked = False, False
                 if presents_result(ended, state) and await self._results_meet_briefs(
                     sorted(ended.statuses)
                 ):
-                    self._presenting = sorted(ended.statuses)
+                    s.presenting = sorted(ended.statuses)
                     progress = True
                     continue
-                if self.kind == "lightweight" or state.checklist_open:
+                if s.kind == TaskKind.LIGHTWEIGHT or state.checklist_open:
                     if not state.checkpoint_due:
-                        self.wake = True
+                        s.wake = True
                         return
                 progress = True
                 continue
             if verdict.action == "checkpoint":
                 card = await workflow.execute_activity_method(
                     RuntimeActivities.create_checkpoint_card,
-                    CheckpointInput(self.inp.task_id, state.checkpoint_due),
+                    CheckpointInput(s.inp.task_id, state.checkpoint_due),
                     start_to_close_timeout=DB_TIMEOUT,
                     retry_policy=RETRY,
                 )
-                self.open_cards.setdefault(card.card_id, "")
+                s.open_cards.setdefault(card.card_id, "")
                 state.checkpoint_due = ""
                 continue
             if verdict.action in WAITS_FOR_PERSON:
                 # The main loop waits for the answer (or a message, stop, pause).
-                self.idle_turns = 0
-                await self._set_status("waiting_user", self._waiting_reason(), waiting=True)
+                s.idle_turns = 0
+                await self._set_status(TaskStatus.WAITING_USER, ts.waiting_reason(s), waiting=True)
                 return
-            self.wake = True  # next_turn
+            s.wake = True  # next_turn
             return
 
     async def _on_cards_answered(self) -> None:
         """A price card answered: run the same call again (same call_id, no model call).
         Any other card: the answer is input for the model's next turn."""
-        self._progress, self._asked, self._exhausted = False, False, False
-        self._model_turn = False
-        self._end_state = None
+        s = self.state
+        s.begin_turn(model_turn=False, exhausted=False)
         rerun = []
-        for card_id in sorted(self.answered & set(self.open_cards)):
-            call_id = self.open_cards.pop(card_id)
-            self.credit_cards.discard(card_id)
+        for card_id in sorted(s.answered & set(s.open_cards)):
+            call_id = s.open_cards.pop(card_id)
+            s.credit_cards.discard(card_id)
             if call_id:
                 rerun.append(call_id)
             else:
-                self.wake = True
+                s.wake = True
         await asyncio.gather(*(self._call(cid) for cid in rerun))
-        if self.wake:
-            self.wake = False
+        if s.wake:
+            s.wake = False
             await self._turn()
 
     async def _turn_state(self) -> TurnState:
-        assert self.inp is not None
+        s = self.state
         return await self._db_activity(
-            RuntimeActivities.turn_state, TurnStateInput(self.inp.task_id, self.turn)
+            RuntimeActivities.turn_state, TurnStateInput(s.inp.task_id, s.turn)
         )
+
+    # --- waits: on jobs, on the person, paused or stopped ------------------------------
+    async def _await_orders(self) -> JobsEnded:
+        """Park until the turn's jobs end, collect them, and say how they ended."""
+        s = self.state
+        await self._set_status(TaskStatus.WAITING_GENERATION, waiting=True)
+        waited = ts.uncollected(s)
+        for order_id in ts.open_orders(s):
+            await self._wait_terminal(order_id, honour_stop=True)
+        assets = [o for o in ts.uncollected(s) if await self._collect(o)]
+        await self._set_status(TaskStatus.RUNNING)
+        present = [o for o in waited if o in s.present_orders]
+        s.present_orders -= set(waited)
+        return JobsEnded(
+            statuses={o: s.waiting[o] for o in waited},
+            present=present,
+            assets=assets,
+            inbox=len(s.inbox),
+            open_cards=len(ts.unanswered(s)),
+            paused=s.pause_requested,
+        )
+
+    async def _wait_terminal(self, order_id: str, honour_stop: bool) -> None:
+        """Wait for a job's end: its signal, or a compensating poll after each timer."""
+        s = self.state
+        wait = timedelta(seconds=s.inp.generation_wait_seconds)
+        while s.waiting.get(order_id) not in TERMINAL_ORDER:
+            try:
+                await workflow.wait_condition(
+                    lambda: (
+                        s.waiting.get(order_id) in TERMINAL_ORDER
+                        or (honour_stop and ts.must_end(s))
+                    ),
+                    timeout=wait,
+                )
+            except TimeoutError:
+                pass
+            if honour_stop and ts.must_end(s):
+                raise Stopped()
+            if s.waiting.get(order_id) not in TERMINAL_ORDER:
+                # A lost callback must not park the task forever.
+                st = await workflow.execute_activity_method(
+                    GenerationActivities.poll_generation,
+                    OrderRef(order_id),
+                    start_to_close_timeout=TOOL_TIMEOUT,
+                    retry_policy=RETRY,
+                )
+                s.waiting[order_id] = st.status
+
+    async def _collect(self, order_id: str) -> bool:
+        """Collect a finished job; whether it became an asset."""
+        st = await workflow.execute_activity_method(
+            GenerationActivities.collect_generation,
+            OrderRef(order_id),
+            start_to_close_timeout=TOOL_TIMEOUT,
+            retry_policy=RETRY,
+        )
+        self.state.collected.add(order_id)
+        return st.object_id is not None
+
+    async def _results_meet_briefs(self, order_ids: list[str]) -> bool:
+        """A result is presented unasked only when it meets its brief; one that misses it
+        wakes the model, which sees the picture and decides (make it again, or say what
+        is off)."""
+        review = await workflow.execute_activity_method(
+            GenerationActivities.review_results,
+            ReviewInput(self.state.inp.task_id, order_ids),
+            start_to_close_timeout=TOOL_TIMEOUT,
+            retry_policy=RETRY,
+        )
+        return not review.misses
+
+    async def _wait_for_cards_or_input(self) -> None:
+        """Parked on the person; a timer re-reads open cards from the DB in case an
+        answer's wake-up was lost (the answer itself is durable there)."""
+        s = self.state
+        try:
+            await workflow.wait_condition(
+                lambda: ts.has_work(s) or ts.must_end(s) or s.pause_requested,
+                timeout=timedelta(seconds=s.inp.card_wait_seconds),
+            )
+        except TimeoutError:
+            for card_id in sorted(ts.unanswered(s)):
+                if not await card_unanswered(card_id):
+                    s.answered.add(card_id)
+
+    async def _park_paused(self) -> None:
+        s = self.state
+        await self._set_status(TaskStatus.PAUSED, say("task.paused_by_person"), waiting=True)
+        await self._wait_for_resume()
+        await self._set_status(TaskStatus.RUNNING)
+        s.wake = True
+
+    async def _park_stopped(self, reason: str) -> None:
+        """Stopped by the runtime (a limit, a blocked step): resumable, e.g. with a raised
+        limit; the person's own stop ends the workflow instead."""
+        s = self.state
+        s.stop_reason = reason
+        await self._set_status(TaskStatus.STOPPED, reason)
+        await self._wait_for_resume()
+        s.idle_turns = 0
+        s.stop_reason = ""
+        await self._set_status(TaskStatus.RUNNING)
+        s.wake = True
+
+    async def _wait_for_resume(self) -> None:
+        s = self.state
+        await workflow.wait_condition(lambda: s.resume_requested or ts.must_end(s))
+        s.resume_requested = False
+        if ts.must_end(s):
+            raise Stopped()
+
+    async def _complete(self, reason: str) -> None:
+        await self._set_status(TaskStatus.COMPLETED, reason)
+        if self.state.kind == TaskKind.LIGHTWEIGHT:
+            raise Completed()
+        # A persistent task's work is done for now; a follow-up days later reopens it.
+
+    async def _finish(self, status: TaskStatus) -> str:
+        s = self.state
+        if status != s.status:
+            reason = say("task.stopped_by_person") if status == TaskStatus.STOPPED else ""
+            await self._set_status(status, reason)
+        # Upstream jobs cannot be cancelled: let them end, keep the asset, wake nothing.
+        for order_id in ts.uncollected(s):
+            await self._wait_terminal(order_id, honour_stop=False)
+            await self._collect(order_id)
+        return status
+
+    # --- status writes and short DB activities ------------------------------------------
+    async def _set_status(
+        self, status: TaskStatus, reason: str = "", waiting: bool = False
+    ) -> None:
+        s = self.state
+        self._upsert(status, waiting)
+        # A presented result goes in with the status the stop-check decided after it (one
+        # reply, written only if that status change applies).
+        present, s.presenting = s.presenting, []
+        await self._db_activity(
+            RuntimeActivities.set_task_status,
+            StatusInput(
+                s.inp.task_id, status, reason, s.kind, fence=self._fence(), present=present
+            ),
+        )
+
+    async def _db_activity(self, fn: Callable[[RuntimeActivities, A], Awaitable[R]], arg: A) -> R:
+        """A short DB-only activity, run as a local activity: no activity task round trip
+        through the server, only a marker in history."""
+        return await workflow.execute_local_activity_method(
+            fn, arg, start_to_close_timeout=DB_TIMEOUT, retry_policy=RETRY
+        )
+
+    def _fence(self) -> int:
+        """The fencing token of a status decided now: the workflow time, which grows from
+        one workflow task to the next, also across runs. A worker that resumes a workflow
+        task another worker has redone since writes an older token, and is refused."""
+        return int(workflow.now().timestamp() * 1_000_000)
+
+    def _heartbeat(self) -> timedelta:
+        return timedelta(seconds=self.state.inp.heartbeat_timeout_seconds)
+
+    def _upsert(self, status: TaskStatus, waiting: bool = False) -> None:
+        s = self.state
+        s.status = status
+        s.shown = status
+        updates: list[SearchAttributeUpdate[Any]] = [
+            STATUS_KEY.value_set(status),
+            KIND_KEY.value_set(s.kind),
+            USER_KEY.value_set(s.inp.user_id),
+            WAITING_SINCE_KEY.value_set(workflow.now())
+            if waiting
+            else WAITING_SINCE_KEY.value_unset(),
+        ]
+        workflow.upsert_search_attributes(updates)

@@ -15,9 +15,10 @@ from temporalio import workflow
 from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
-    from activities.flow_types import FlowRunInput
+    from lomo.contracts.flow_run import FlowRunInput
+    from lomo.contracts.main_thread import MainThreadInput
+    from lomo.contracts.task import TaskInput
     from memory.types import MemoryInput
-    from workflows.types import MainThreadInput, TaskInput
 
 # The parents' modules, which the worker passes through the sandbox (cli/worker.py).
 from workflows.flow_run import FlowRunWorkflow

@@ -10,21 +10,21 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from activities.flow_types import FlowRunInput
 from api.dispatch.tasks import workflow_gone
 from flows.graph import run_of_call
+from lomo.contracts import flow_run as contract
+from lomo.contracts.flow_run import FlowRunInput
+from lomo.contracts.task import GenerationEvent
 from lomo.db.models import Card
 from lomo.errors import Conflict
 from lomo.settings import Settings
-from workflows.flow_run import FlowRunWorkflow
-from workflows.types import GenerationEvent
 
 # How long a resume waits for the previous attempt's execution to finish its last steps.
 PREVIOUS_ATTEMPT_WAIT_SECONDS = 30
 
 
 def flow_workflow_id(run_id: str) -> str:
-    return f"flowrun:{run_id}"
+    return contract.workflow_id(run_id)
 
 
 async def start_flow_run(client: Client, settings: Settings, run_id: str, attempt: int) -> None:
@@ -32,7 +32,7 @@ async def start_flow_run(client: Client, settings: Settings, run_id: str, attemp
 
     async def start() -> None:
         await client.start_workflow(
-            FlowRunWorkflow.run,
+            contract.WORKFLOW,
             FlowRunInput(run_id, attempt),
             id=flow_workflow_id(run_id),
             task_queue=settings.task_queue,
@@ -61,9 +61,7 @@ async def signal_flow_node(client: Client, call_id: str, order_id: str, status: 
     if run_id is None:
         return False
     try:
-        await _run(client, run_id).signal(
-            FlowRunWorkflow.node_event, GenerationEvent(order_id, status)
-        )
+        await _run(client, run_id).signal(contract.NODE_EVENT, GenerationEvent(order_id, status))
     except RPCError:
         pass  # the run ended; its next attempt reads the order from the DB
     return True
@@ -76,7 +74,7 @@ async def flow_card_answered(client: Client, card: Card) -> None:
     if not run_id:
         return
     try:
-        await _run(client, str(run_id)).signal(FlowRunWorkflow.card_answered, card.id)
+        await _run(client, str(run_id)).signal(contract.CARD_ANSWERED, card.id)
     except RPCError as e:
         # The run ended: the answer is durable, its next attempt reads it. Temporal down is
         # raised, so the card's hand-off stays owed and the relay sends it again.
@@ -84,5 +82,5 @@ async def flow_card_answered(client: Client, card: Card) -> None:
             raise
 
 
-def _run(client: Client, run_id: str) -> WorkflowHandle[FlowRunWorkflow, Any]:
-    return client.get_workflow_handle_for(FlowRunWorkflow.run, flow_workflow_id(run_id))
+def _run(client: Client, run_id: str) -> WorkflowHandle[Any, str]:
+    return client.get_workflow_handle(flow_workflow_id(run_id), result_type=str)

@@ -7,18 +7,18 @@ from typing import Any
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
+from lomo.contracts import memory as contract
 from lomo.settings import Settings
 from memory.types import CorrectOutput, MemoryInput
-from workflows.memory import MemoryWorkflow
 
 
 def workflow_id(user_id: str) -> str:
-    return f"memory:{user_id}"
+    return contract.workflow_id(user_id)
 
 
 async def _signal(client: Client, settings: Settings, user_id: str, signal: str, arg: str) -> None:
     await client.start_workflow(
-        MemoryWorkflow.run,
+        contract.WORKFLOW,
         MemoryInput(user_id, settings.memory_retry_seconds),
         id=workflow_id(user_id),
         task_queue=settings.task_queue,
@@ -31,7 +31,7 @@ async def _signal(client: Client, settings: Settings, user_id: str, signal: str,
 def _with_start(settings: Settings, user_id: str) -> WithStartWorkflowOperation[Any, Any]:
     """Update-with-start: the person's memory workflow, started if it is not running."""
     return WithStartWorkflowOperation(
-        MemoryWorkflow.run,
+        contract.WORKFLOW,
         MemoryInput(user_id, settings.memory_retry_seconds),
         id=workflow_id(user_id),
         task_queue=settings.task_queue,
@@ -43,23 +43,22 @@ async def request_extraction(
     client: Client, settings: Settings, user_id: str, message_id: str
 ) -> None:
     """Called by the api for every accepted message: extraction runs in the background."""
-    await _signal(client, settings, user_id, MemoryWorkflow.extract.__name__, message_id)
+    await _signal(client, settings, user_id, contract.EXTRACT, message_id)
 
 
 async def request_forget(client: Client, settings: Settings, user_id: str, card_id: str) -> None:
-    await _signal(client, settings, user_id, MemoryWorkflow.forget.__name__, card_id)
+    await _signal(client, settings, user_id, contract.FORGET, card_id)
 
 
 async def request_correction(
     client: Client, settings: Settings, user_id: str, evidence_id: str
 ) -> CorrectOutput:
     start = _with_start(settings, user_id)
-    # The SDK's overloads for update-with-start do not accept an async handler's method
-    # (they expect its result type, not a coroutine); the call is right at run time.
     result: CorrectOutput = await client.execute_update_with_start_workflow(
-        MemoryWorkflow.correct,  # type: ignore[arg-type]
+        contract.CORRECT,
         evidence_id,
         start_workflow_operation=start,
+        result_type=CorrectOutput,
     )
     return result
 
@@ -68,8 +67,9 @@ async def forget_and_wait(client: Client, settings: Settings, user_id: str, card
     """Run the confirmed forget now and return once it ran (or why it will run later)."""
     start = _with_start(settings, user_id)
     result: str = await client.execute_update_with_start_workflow(
-        MemoryWorkflow.forget_and_wait,  # type: ignore[arg-type]
+        contract.FORGET_AND_WAIT,
         card_id,
         start_workflow_operation=start,
+        result_type=str,
     )
     return result

@@ -10,32 +10,32 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from lomo.contracts import main_thread as main_contract
+from lomo.contracts import task as contract
+from lomo.contracts.main_thread import MainThreadInput
+from lomo.contracts.task import GenerationEvent, ResumeInput
 from lomo.errors import Conflict
 from lomo.settings import Settings
-from workflows.main_thread import MainThreadWorkflow
-from workflows.task import TaskWorkflow
-from workflows.types import GenerationEvent, MainThreadInput, ResumeInput
 
 
 async def route_via_main(client: Client, settings: Settings, user_id: str, message_id: str) -> None:
     """Signal-with-start: the user's main thread exists after the first message, forever."""
     await client.start_workflow(
-        MainThreadWorkflow.run,
+        main_contract.WORKFLOW,
         MainThreadInput(user_id),
-        id=f"main:{user_id}",
+        id=main_contract.workflow_id(user_id),
         task_queue=settings.task_queue,
-        start_signal=MainThreadWorkflow.route.__name__,
+        start_signal=main_contract.ROUTE,
         start_signal_args=[message_id],
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
     )
 
 
-async def _update(client: Client, task_id: str, update: Any, *args: object) -> str:
-    """Send an update (a `TaskWorkflow` method) to a task; its validator's refusal becomes
-    a 409 with the reason."""
-    handle = client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
+async def _update(client: Client, task_id: str, update: str, *args: object) -> str:
+    """Send an update (its name in the task's contract) to a task; its validator's
+    refusal becomes a 409 with the reason."""
     try:
-        return str(await handle.execute_update(update, args=list(args)))
+        return await _task(client, task_id).execute_update(update, args=list(args), result_type=str)
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
@@ -51,9 +51,10 @@ async def deliver_to_task(client: Client, task_id: str, message_id: str) -> str:
     """A message to its task: the task's refusal, or its workflow having ended, is a 409.
     Temporal being unreachable is raised as it is: the message is stored and owed (the
     relay hands it over), and "the task is not running" would be untrue."""
-    handle = client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
     try:
-        return await handle.execute_update(TaskWorkflow.message, message_id)
+        return await _task(client, task_id).execute_update(
+            contract.MESSAGE, message_id, result_type=str
+        )
     except WorkflowUpdateFailedError as e:
         raise _refusal(e) from e
     except RPCError as e:
@@ -66,7 +67,7 @@ async def take_back(client: Client, task_id: str, message_id: str) -> None:
     """Tell a task a message it has not read was withdrawn or moved away. Only spares it
     a turn: a step that took the message id anyway finds it withdrawn in the database."""
     try:
-        await _task(client, task_id).signal(TaskWorkflow.taken_back, message_id)
+        await _task(client, task_id).signal(contract.TAKEN_BACK, message_id)
     except RPCError as e:
         if not workflow_gone(e):
             raise
@@ -75,28 +76,28 @@ async def take_back(client: Client, task_id: str, message_id: str) -> None:
 async def signal_generation(client: Client, task_id: str, order_id: str, status: str) -> None:
     try:
         await _task(client, task_id).signal(
-            TaskWorkflow.generation_event, GenerationEvent(order_id, status)
+            contract.GENERATION_EVENT, GenerationEvent(order_id, status)
         )
     except RPCError:
         pass  # the task ended (stopped/completed): the order is recorded, nothing to wake
 
 
 async def stop_task(client: Client, task_id: str) -> None:
-    await _update(client, task_id, TaskWorkflow.stop)
+    await _update(client, task_id, contract.STOP)
 
 
 async def pause_task(client: Client, task_id: str) -> None:
-    await _update(client, task_id, TaskWorkflow.pause)
+    await _update(client, task_id, contract.PAUSE)
 
 
 async def resume_task(client: Client, task_id: str, inp: ResumeInput) -> None:
-    await _update(client, task_id, TaskWorkflow.resume, inp)
+    await _update(client, task_id, contract.RESUME, inp)
 
 
 async def archive_task(client: Client, task_id: str) -> bool:
     """True if a running workflow took the archive; False if the workflow had ended."""
     try:
-        await _update(client, task_id, TaskWorkflow.archive)
+        await _update(client, task_id, contract.ARCHIVE)
     except Conflict:
         return False
     return True
@@ -104,7 +105,7 @@ async def archive_task(client: Client, task_id: str) -> bool:
 
 async def promote_task(client: Client, task_id: str) -> None:
     try:
-        await _task(client, task_id).signal(TaskWorkflow.promote)
+        await _task(client, task_id).signal(contract.PROMOTE)
     except RPCError as e:
         raise Conflict(f"task {task_id} is not running ({e.message})") from e
 
@@ -115,7 +116,7 @@ async def card_answered(client: Client, task_id: str, card_id: str) -> None:
     being unreachable is raised, not swallowed: the wake-up is then still owed (the card's
     hand-off is not recorded, and the relay sends it again)."""
     try:
-        await _task(client, task_id).execute_update(TaskWorkflow.card_answered, card_id)
+        await _task(client, task_id).execute_update(contract.CARD_ANSWERED, card_id)
     except WorkflowUpdateFailedError:
         pass  # refused: the task closed, or already took the card (a repeat)
     except RPCError as e:
@@ -123,8 +124,8 @@ async def card_answered(client: Client, task_id: str, card_id: str) -> None:
             raise
 
 
-def _task(client: Client, task_id: str) -> WorkflowHandle[TaskWorkflow, str]:
-    return client.get_workflow_handle_for(TaskWorkflow.run, f"task:{task_id}")
+def _task(client: Client, task_id: str) -> WorkflowHandle[Any, str]:
+    return client.get_workflow_handle(contract.workflow_id(task_id), result_type=str)
 
 
 def workflow_gone(e: RPCError) -> bool:

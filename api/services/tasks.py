@@ -16,13 +16,13 @@ from api.schemas.tasks import ContextView, ResumeIn, TaskList, TaskView
 from api.services.pages import finish
 from cards.views import card_view
 from checklist.items import item_view
+from lomo.contracts.task import ResumeInput
 from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
 from lomo.events import append_event
 from lomo.states import TERMINAL_TASK, EventType, TaskKind, TaskStatus
-from workflows.types import ResumeInput
 
 
 async def own_task(s: AsyncSession, user_id: str, task_id: str) -> Task:
