@@ -45,7 +45,6 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.crowd import add_people, free_port, wait_stack
 from bench.flame_summary import MODEL, Summary, summarise, table
-from bench.support import dev_server, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -64,6 +63,12 @@ SUBJECTS = [
 SIM_SPEED = "0.2"  # a picture job of about a second, as a fast upstream
 SECRET = "bench-callback-secret-0123456789"
 T = TypeVar("T")
+
+
+def machine() -> str:
+    """Where a figure was measured: cores and the load other processes put on them."""
+    one, five, _ = os.getloadavg()
+    return f"{os.cpu_count()} cores, load average {one:.1f} (1 min), {five:.1f} (5 min)"
 
 
 def picture_text(i: int) -> str:
@@ -384,6 +389,10 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], within: float = 60) -> N
 
 def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path]:
     """Dev server, simulator, front and worker of the bare side; (procs, front url, db)."""
+    # Imported here: bench.support picks its port range on import, which a test importing
+    # this module's helpers must not do.
+    from bench.support import dev_server
+
     temporal, address = dev_server(tmp)
     sim_port, front_port = free_port(), free_port()
     front = f"http://127.0.0.1:{front_port}"
