@@ -11,10 +11,22 @@ package (the first folder under the repository), or the standard library's modul
 - *self*: the samples whose innermost frame is in the package (where the CPU was spent);
 - *inclusive*: the samples with the package anywhere on the stack (what it caused, e.g.
   everything the stand-in model ran, including the libraries it called).
+
+py-spy counts a thread as running when the OS says it is runnable, and it does not see
+below a Python frame without `--native`. On a loaded machine (and with `--nonblocking`)
+threads blocked in a queue's or a pool's wait still show up. A sample whose innermost frame
+is a line that blocks (`tx.get()` in aiosqlite's thread, a thread pool's idle
+`work_queue.get`, a lock or condition wait) is therefore counted as *waiting* and left out
+of the shares. A sample whose innermost Python frame is the event loop's
+`run_until_complete` is native work below it: uvloop's own I/O handling, calls into
+Temporal's core and its waits in epoll together, which py-spy cannot tell apart; those are
+counted on their own and left out of the shares too. The shares are thus of the samples
+in Python code (and the C functions it calls).
 """
 
 from __future__ import annotations
 
+import linecache
 import re
 import sys
 from collections import Counter
@@ -27,6 +39,9 @@ _FRAME = re.compile(r"^(?P<func>.*) \((?P<path>[^()]*):\d+\)$")
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?P<mod>[^/]+)")
 # The offline model and its callers' name for it in the tables.
 MODEL = "standin"
+WAITING, LOOP = "<waiting>", "<event loop, native>"
+# Source lines that block their thread: a sample ending on one is a wait, not CPU.
+BLOCKING = ("tx.get()", "work_queue.get(block=True)", ".acquire(", ".wait(", "time.sleep(")
 
 
 def package_of(frame: str, root: Path = ROOT) -> str:
@@ -46,9 +61,22 @@ def package_of(frame: str, root: Path = ROOT) -> str:
     return "<other>"
 
 
+def leaf_kind(frame: str) -> str | None:
+    """WAITING or LOOP for an innermost frame that is not Python code running, else None."""
+    m = _FRAME.match(frame.strip())
+    if not m:
+        return WAITING if not frame.strip() else None  # a thread with no Python frame
+    line = linecache.getline(m["path"], int(frame.rsplit(":", 1)[1].rstrip(")")))
+    if any(b in line for b in BLOCKING):
+        return WAITING
+    return LOOP if "run_until_complete(" in line else None
+
+
 @dataclass
 class Summary:
-    samples: int = 0
+    samples: int = 0  # in Python code: neither waiting nor in the native event loop
+    waiting: int = 0
+    loop: int = 0
     own: Counter[str] = field(default_factory=Counter)
     inclusive: Counter[str] = field(default_factory=Counter)
 
@@ -64,7 +92,15 @@ def summarise(lines: Iterable[str], root: Path = ROOT) -> Summary:
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        packages = [package_of(f, root) for f in stack.split(";")]
+        frames = stack.split(";")
+        kind = leaf_kind(frames[-1])
+        if kind == WAITING:
+            out.waiting += n
+            continue
+        if kind == LOOP:
+            out.loop += n
+            continue
+        packages = [package_of(f, root) for f in frames]
         out.samples += n
         out.own[packages[-1]] += n
         for p in set(packages):
@@ -79,7 +115,10 @@ def table(s: Summary, top: int = 12) -> str:
     if MODEL not in dict(s.own.most_common(top)) and s.inclusive[MODEL]:
         own = 100 * s.own[MODEL] / s.samples
         rows.append(f"| {MODEL} | {own:.1f} | {100 * s.share(MODEL):.1f} |")
-    rows.append(f"\n{s.samples} samples on CPU")
+    rows.append(
+        f"\n{s.samples} samples in Python code; left out: {s.loop} in the native event loop "
+        f"(uvloop's I/O, Temporal's core, epoll waits), {s.waiting} waiting"
+    )
     return "\n".join(rows)
 
 

@@ -513,7 +513,7 @@ def cross_check(wave: Wave, worker: Summary | None) -> None:
         counted = 100 * wave.model.get("worker", 0.0) / wave.cpu["worker"]
         wave.notes.append(
             f"stand-in model in the worker: {counted:.1f} % of its CPU counted, "
-            f"{100 * worker.share(MODEL):.1f} % of its {worker.samples} py-spy samples"
+            f"{100 * worker.share(MODEL):.1f} % of its {worker.samples} py-spy samples in Python"
         )
 
 
