@@ -73,3 +73,12 @@ def test_signature_ok_checks_mac_and_freshness() -> None:
     stale = hmac.new(secret.encode(), f"{old}.".encode() + body, hashlib.sha256).hexdigest()
     assert not signature_ok(secret, body, f"t={old},v1={stale}")
     assert not signature_ok(secret, body, "")
+
+
+def test_waits_and_the_native_loop_are_left_out_of_the_shares(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("item = tx.get()\nloop.run_until_complete(main)\nx = 1\n")
+    wait, loop, code = (f"f ({src}:{n})" for n in (1, 2, 3))
+    s = summarise([f"{wait} 6\n", f"{loop} 3\n", f"{code} 2\n"], tmp_path)
+    assert (s.waiting, s.loop, s.samples) == (6, 3, 2)
+    assert s.own == {"m": 2}
