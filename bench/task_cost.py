@@ -188,6 +188,7 @@ class Wave:
     seconds: float
     cpu: dict[str, float]  # ms over the whole wave, per process
     model: dict[str, float] = field(default_factory=dict)  # of which in the stand-in model
+    events: int | None = None  # history events the wave added, over all workflows
     notes: list[str] = field(default_factory=list)
 
     def per_task(self, name: str) -> float:
@@ -202,8 +203,11 @@ async def measured(
     profiles: Profiles | None = None,
     profiled: tuple[str, ...] = (),
     model_dir: Path | None = None,
+    temporal: str | None = None,
 ) -> Wave:
-    """CPU per process around `run` (which returns how many tasks finished)."""
+    """CPU per process around `run` (which returns how many tasks finished); the history
+    events are counted outside the CPU window, since asking costs the server CPU."""
+    e0 = await history_events(temporal) if temporal else None
     if profiles:
         profiles.start(name, {p: pids[p] for p in profiled})
     before, t0, m0 = cpu_ms(pids), time.monotonic(), model_cpu_ms(model_dir, pids)
@@ -215,7 +219,21 @@ async def measured(
             profiles.stop()
     cpu = {k: after[k] - before[k] for k in before}
     model = {k: m1[k] - m0[k] for k in m0 if m1[k] > m0[k]} if model_dir else {}
-    return Wave(name, tasks, finished, seconds, cpu, model)
+    events = await history_events(temporal) - e0 if temporal and e0 is not None else None
+    return Wave(name, tasks, finished, seconds, cpu, model, events)
+
+
+async def history_events(address: str) -> int:
+    """The history length of every workflow on the server, added up."""
+    from temporalio.client import Client
+
+    client = await Client.connect(address)
+    total = 0
+    async for wf in client.list_workflows():
+        total += (
+            await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
+        ).history_length
+    return total
 
 
 # --- the Lomo side -------------------------------------------------------------------------
@@ -340,7 +358,7 @@ async def run_lomo(
     try:
         stack = await wait_stack(tmp, proc, 1)
         pids = {n: stack["pids"][n] for n in ("temporal", "api", "worker", "memory", "sim")}
-        url, db = stack["api_url"], tmp / "lomo.db"
+        url, db, address = stack["api_url"], tmp / "lomo.db", stack["temporal_address"]
         limits = httpx.Limits(max_connections=200)
         async with httpx.AsyncClient(timeout=120, limits=limits) as http:
             tokens = await add_people(http, stack, 1 + people + series)
@@ -353,7 +371,9 @@ async def run_lomo(
                 ("series", series, lambda: lomo_series(http, url, db, posters, within)),
             ):
                 if n:
-                    w = await measured(name, pids, n, run, profiles, ("worker", "api"), model_dir)
+                    w = await measured(
+                        name, pids, n, run, profiles, ("worker", "api"), model_dir, address
+                    )
                     print(f"  lomo {name}: {w.finished} in {w.seconds:.0f} s", flush=True)
                     waves.append(w)
         return waves
@@ -387,8 +407,9 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], within: float = 60) -> N
     raise TimeoutError(f"{url} did not answer")
 
 
-def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path]:
-    """Dev server, simulator, front and worker of the bare side; (procs, front url, db)."""
+def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path, str]:
+    """Dev server, simulator, front and worker of the bare side; (procs, front url, db,
+    the dev server's address)."""
     # Imported here: bench.support picks its port range on import, which a test importing
     # this module's helpers must not do.
     from bench.support import dev_server
@@ -422,7 +443,7 @@ def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path
         [sys.executable, "-m", "bench.bare_task", "front"], env, tmp / "front.log"
     )
     _wait_http(f"{front}/", procs["front"])
-    return procs, front, tmp / "bare.db"
+    return procs, front, tmp / "bare.db", address
 
 
 def _results(db: Path, keys: list[str]) -> int | None:
@@ -454,14 +475,18 @@ async def bare_pictures(
 
 
 async def run_bare(tmp: Path, people: int, within: float) -> Wave:
-    procs, front, db = start_bare(tmp)
+    procs, front, db, address = start_bare(tmp)
     try:
         pids = {n: p.pid for n, p in procs.items()}
         async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=200)) as http:
             await bare_pictures(http, front, db, ["warm"], within)
             keys = [f"p{i}" for i in range(people)]
             wave = await measured(
-                "bare", pids, people, lambda: bare_pictures(http, front, db, keys, within)
+                "bare",
+                pids,
+                people,
+                lambda: bare_pictures(http, front, db, keys, within),
+                temporal=address,
             )
         print(f"  bare pictures: {wave.finished} in {wave.seconds:.0f} s", flush=True)
         return wave
@@ -494,7 +519,8 @@ def platform_ms(wave: Wave, parts: tuple[str, ...]) -> float:
 def wave_table(wave: Wave, parts: tuple[str, ...]) -> str:
     per = wave.per_task
     rows = [
-        f"**{wave.name}**: {wave.finished} of {wave.tasks} tasks finished in {wave.seconds:.1f} s",
+        f"**{wave.name}**: {wave.finished} of {wave.tasks} tasks finished in {wave.seconds:.1f} s"
+        + (f", {wave.events / wave.finished:.1f} history events per task" if wave.events else ""),
         "",
         "| process | CPU ms per task | of which the stand-in model | CPU s in the wave |",
         "|---|---|---|---|",
