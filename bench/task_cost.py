@@ -1,6 +1,6 @@
 """What one task costs in CPU, per process, next to a bare Temporal workflow.
 
-    .venv/bin/python bench/task_cost.py [--people 40] [--series 5] [--no-profile]
+    .venv/bin/python bench/task_cost.py [--people 40] [--series 5] [--sim-speed 1.0] [--no-profile]
 
 1. `lomo up` on a fresh embedded stack (SQLite, its own data dir and ports): the dev
    server, the simulator, the memory service, one worker and one api. After one warm-up
@@ -60,7 +60,10 @@ SUBJECTS = [
     "orange fox in a meadow",
     "white lighthouse in a storm",
 ]
-SIM_SPEED = "0.2"  # a picture job of about a second, as a fast upstream
+# The simulator's latency factor: 1.0 is a picture in about two seconds. At 0.2 (as
+# bench/crowd.py) a loaded machine's submit can commit the job id after the job's callbacks
+# arrived, and the task then waits for its poll.
+SIM_SPEED = 1.0
 SECRET = "bench-callback-secret-0123456789"
 T = TypeVar("T")
 
@@ -239,7 +242,7 @@ async def history_events(address: str) -> int:
 # --- the Lomo side -------------------------------------------------------------------------
 
 
-def start_lomo(tmp: Path, model_dir: Path) -> subprocess.Popen[bytes]:
+def start_lomo(tmp: Path, model_dir: Path, sim_speed: float) -> subprocess.Popen[bytes]:
     """`lomo up` with one worker and one api on the embedded default (SQLite in `tmp`),
     each Python part keeping its stand-in model CPU in `model_dir`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOMO_")}
@@ -254,7 +257,7 @@ def start_lomo(tmp: Path, model_dir: Path) -> subprocess.Popen[bytes]:
         LOMO_TEMPORAL_UI_PORT=str(free_port()),
         LOMO_MEMORY_PORT=str(free_port()),
         LOMO_WORKER_METRICS_PORT="0",
-        LOMO_SIM_SPEED=SIM_SPEED,
+        LOMO_SIM_SPEED=str(sim_speed),
         LOMO_OFFLINE_STREAM_CHARS_PER_SECOND="0",  # the stand-in answers at once
         LOMO_RATE_LIMIT_PER_MINUTE="100000",
     )
@@ -350,11 +353,11 @@ async def lomo_series(
 
 
 async def run_lomo(
-    tmp: Path, people: int, series: int, profiles: Profiles, within: float
+    tmp: Path, people: int, series: int, profiles: Profiles, within: float, sim_speed: float
 ) -> list[Wave]:
     model_dir = tmp / "model_cpu"
     model_dir.mkdir()
-    proc = start_lomo(tmp, model_dir)
+    proc = start_lomo(tmp, model_dir, sim_speed)
     try:
         stack = await wait_stack(tmp, proc, 1)
         pids = {n: stack["pids"][n] for n in ("temporal", "api", "worker", "memory", "sim")}
@@ -407,7 +410,9 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], within: float = 60) -> N
     raise TimeoutError(f"{url} did not answer")
 
 
-def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path, str]:
+def start_bare(
+    tmp: Path, sim_speed: float
+) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path, str]:
     """Dev server, simulator, front and worker of the bare side; (procs, front url, db,
     the dev server's address)."""
     # Imported here: bench.support picks its port range on import, which a test importing
@@ -422,7 +427,7 @@ def start_bare(tmp: Path) -> tuple[dict[str, subprocess.Popen[bytes]], str, Path
     sim_env = base | {
         "LOMO_DATA_DIR": str(tmp),
         "LOMO_SIM_PORT": str(sim_port),
-        "LOMO_SIM_SPEED": SIM_SPEED,
+        "LOMO_SIM_SPEED": str(sim_speed),
         "LOMO_CALLBACK_SECRET": SECRET,
     }
     sim = _spawn([sys.executable, "-m", "cli.main", "sim"], sim_env, tmp / "sim.log")
@@ -474,8 +479,8 @@ async def bare_pictures(
     return await until(lambda: _results(db, keys), within, "the bare pictures")
 
 
-async def run_bare(tmp: Path, people: int, within: float) -> Wave:
-    procs, front, db, address = start_bare(tmp)
+async def run_bare(tmp: Path, people: int, within: float, sim_speed: float) -> Wave:
+    procs, front, db, address = start_bare(tmp, sim_speed)
     try:
         pids = {n: p.pid for n, p in procs.items()}
         async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=200)) as http:
@@ -543,10 +548,10 @@ def cross_check(wave: Wave, worker: Summary | None) -> None:
         )
 
 
-def report(lomo: list[Wave], bare: Wave | None, profiles: Profiles) -> None:
+def report(lomo: list[Wave], bare: Wave | None, profiles: Profiles, sim_speed: float) -> None:
     for wave in lomo:
         cross_check(wave, profiles.summary(f"worker-{wave.name}"))
-    print(f"\n{machine()}; simulator speed {SIM_SPEED}\n")
+    print(f"\n{machine()}; simulator speed {sim_speed}\n")
     for wave in lomo:
         print(wave_table(wave, LOMO_PARTS) + "\n")
     if bare:
@@ -577,9 +582,9 @@ async def main(a: argparse.Namespace) -> None:
         tmp = Path(d)
         (tmp / "lomo").mkdir()
         (tmp / "bare").mkdir()
-        lomo = await run_lomo(tmp / "lomo", a.people, a.series, profiles, a.timeout)
-        bare = None if a.no_bare else await run_bare(tmp / "bare", a.people, a.timeout)
-    report(lomo, bare, profiles)
+        lomo = await run_lomo(tmp / "lomo", a.people, a.series, profiles, a.timeout, a.sim_speed)
+        bare = None if a.no_bare else await run_bare(tmp / "bare", a.people, a.timeout, a.sim_speed)
+    report(lomo, bare, profiles, a.sim_speed)
 
 
 if __name__ == "__main__":
@@ -589,5 +594,6 @@ if __name__ == "__main__":
     p.add_argument("--no-profile", action="store_true", help="no py-spy (no model share)")
     p.add_argument("--no-bare", action="store_true", help="only the Lomo side")
     p.add_argument("--out", default=str(OUT), help="where py-spy's stacks go")
+    p.add_argument("--sim-speed", type=float, default=SIM_SPEED, help="simulator latency factor")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per wave")
     asyncio.run(main(p.parse_args()))
