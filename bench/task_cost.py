@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -293,6 +294,22 @@ def _finished(db: Path, ids: list[str]) -> int | None:
     return sum(s == "completed" for s in ended) if len(ended) == len(ids) else None
 
 
+def task_times(db: Path, kind: str, n: int) -> str:
+    """The last `n` tasks of `kind`: seconds from created to their last update, p50 and
+    max. A task that missed its generation callback shows the fallback poll's minute."""
+    rows = read_db(
+        db,
+        "SELECT created_at, updated_at FROM tasks WHERE kind = ? ORDER BY created_at DESC LIMIT ?",
+        (kind, n),
+    )
+    took = sorted(
+        (datetime.fromisoformat(u) - datetime.fromisoformat(c)).total_seconds() for c, u in rows
+    )
+    if not took:
+        return "no task times"
+    return f"task time p50 {took[len(took) // 2]:.1f} s, max {took[-1]:.1f} s ({len(took)} tasks)"
+
+
 async def lomo_pictures(
     http: httpx.AsyncClient, url: str, db: Path, tokens: list[str], within: float
 ) -> int:
@@ -377,6 +394,8 @@ async def run_lomo(
                     w = await measured(
                         name, pids, n, run, profiles, ("worker", "api"), model_dir, address
                     )
+                    kind = "lightweight" if name == "pictures" else "persistent"
+                    w.notes.append(task_times(db, kind, n))
                     print(f"  lomo {name}: {w.finished} in {w.seconds:.0f} s", flush=True)
                     waves.append(w)
         return waves
