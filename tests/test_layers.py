@@ -63,7 +63,11 @@ def test_an_unchanged_copy_keeps_them(tmp_path: Path) -> None:
         ("lomo/_probe.py", "import api", "Imports point down the layers"),
         ("llm/_probe.py", "def f():\n    from standin.model import OfflineModel", "the layers"),
         ("tools/_probe.py", "from workflows.types import StatusInput", "the layers"),
-        ("money/_probe.py", "from routing.text import detect_language", "domain rooms"),
+        # The rooms: below the one that uses them, never beside or above it.
+        ("money/_probe.py", "from routing.text import detect_language", "the layers"),
+        ("money/_probe.py", "from workspace.store import get_object", "the layers"),
+        ("cards/_probe.py", "from tasks.lifecycle import create_task", "the layers"),
+        ("api/_probe.py", "from tools.checklist import checklist_tools", "agent step"),
         ("standin/_probe.py", "from context.types import StepData", "agent step"),
         ("sim/_probe.py", "from money.catalogue import CATALOGUE", "only the kernel"),
         ("web/_probe.py", "import lomo.ids", "imports nothing of ours"),

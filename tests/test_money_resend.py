@@ -20,6 +20,7 @@ from activities.generation import GenerationActivities
 from activities.types import OrderRef
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder
+from tests.helpers import eventually
 from tests.test_money import Money, money_env
 from tools import generation
 from tools.base import ToolCallContext
@@ -128,7 +129,16 @@ async def test_submit_timeout_is_sent_again_with_the_key_and_the_job_adopted(
     ctx = money.ctx()
     with pytest.raises(httpx.TimeoutException):
         await money.image(ctx)  # unclear: the attempt raises, Temporal retries the call
-    assert await money.entries() == [("deposit", 2000), ("reserve", 4)]  # nothing refunded
-    res = await money.image(ctx)  # the next attempt: the same key answers at once
+
+    # The job's signed report names the order by its key: the order adopts the job from
+    # it before the call's next attempt, instead of waiting for that attempt or a poll.
+    async def adopted() -> GenerationOrder | None:
+        async with money.db.session() as s:
+            o = await s.scalar(select(GenerationOrder))
+            return o if o is not None and o.upstream_job_id else None
+
+    await eventually(adopted, within=20)
+    assert ("refund", 4) not in await money.entries()
+    res = await money.image(ctx)  # the next attempt: the job id is there, nothing is sent
     assert res.status == "done" and res.order_id, res.result
     await _adopted_collected_charged_once(money, res.order_id)
