@@ -256,8 +256,9 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                 ended = await self._await_orders()
                 # A finished job wakes the task only when the plan needs it: a result the
                 # plan called the answer is presented with the status that follows (no
-                # model call); otherwise a lightweight task reports its result, and a
-                # persistent one goes on if steps remain.
+                # model call); otherwise a lightweight task reports its result, and so
+                # does a persistent one without a plan (a promoted one: nothing else
+                # would show it), and a planned one goes on if steps remain.
                 state = await self._turn_state()
                 self._exhausted, self._asked = False, False
                 if presents_result(ended, state) and await self._results_meet_briefs(
@@ -266,7 +267,8 @@ class TaskWorkflow(TaskInputs, TaskWaits):
                     self._presenting = sorted(ended.statuses)
                     progress = True
                     continue
-                if self.kind == "lightweight" or state.checklist_open:
+                unplanned = not state.checklist_total
+                if self.kind == "lightweight" or unplanned or state.checklist_open:
                     if not state.checkpoint_due:
                         self.wake = True
                         return
