@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from context.guides import GUIDES
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from money.catalogue import CATALOGUE, DEFAULT_MODEL
 from standin.intents import MEDIA, load_examples, plain_form, recognise
@@ -97,14 +96,14 @@ class Plan:
         titles = [*head, *(p.title for p in self.parts)]
         return [{"title": t, "requires_confirmation": k == 2} for k, t in enumerate(titles)]
 
-    def guides(self) -> list[str]:
-        """The creative guides for what the plan pays for: every medium it makes (the drafts
-        are pictures) and the guide of its form, in catalogue order."""
+    def guides(self, offered: list[str]) -> list[str]:
+        """The offered creative guides for what the plan pays for: every medium it makes (the
+        drafts are pictures) and the guide of its form, in the order offered."""
         finals = {p.medium for p in self.parts}
         wanted = {"image", *finals}
         if self.form == "film" or (self.form == "series" and finals == {"image"}):
             wanted.add(_FORM_GUIDE[self.form])
-        return [g for g in GUIDES if g in wanted]
+        return [g for g in offered if g in wanted]
 
     def summary(self) -> str:
         """What the plan makes, in words: "3 drafts, then Cover, 4 pages"."""
@@ -240,9 +239,9 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
     v = read_view(request, lang, " ".join(person), person[-1])
     if not v.items:
         # The system text's rule: read the matching guides before planning paid work.
-        if missing := [g for g in plan.guides() if g not in loaded_guides(request)]:
-            if any(t.name == "load_guide" for t in request.tools):
-                return calls(request, [("load_guide", {"name": g}) for g in missing])
+        wanted = plan.guides(offered_guides(request))
+        if missing := [g for g in wanted if g not in loaded_guides(request)]:
+            return calls(request, [("load_guide", {"name": g}) for g in missing])
         ask = {"amount_cents": plan.price_cents, "purpose": plan.summary()}
         return calls(
             request, [("update_checklist", {"add": plan.steps()}), ("request_budget", ask)]
@@ -268,6 +267,15 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
     if later := _later(request, plan, v, extra, chosen, person[0]):
         return later
     return reply(_say(plan, "finished", parts=plan.summary()), request)
+
+
+def offered_guides(request: ModelRequest) -> list[str]:
+    """The guides the request's `load_guide` tool offers (none without the tool)."""
+    for t in request.tools:
+        if t.name == "load_guide":
+            names = t.input_schema.get("properties", {}).get("name", {}).get("enum", [])
+            return [str(n) for n in names]
+    return []
 
 
 def loaded_guides(request: ModelRequest) -> set[str]:
