@@ -209,9 +209,12 @@ def _generations(f: Figures, person: Person, tasks: dict[str, Any]) -> None:
         )
         for job in mine
     )
+    # A request the person sent k times to a task may be made k times there.
+    asked = Counter((s.task_id, _SPACE.sub("", s.text)) for s in person.journal.said)
     for (tid, kind, _, params), n in same.items():
-        if n > 1:
-            f.duplicate_generations += n - 1
+        allowed = max(1, asked[(tid, _SPACE.sub("", str(json.loads(params).get("prompt"))))])
+        if n > allowed:
+            f.duplicate_generations += n - allowed
             f.why.append(f"{tid}: the same {kind} generated {n} times: {params[:120]}")
     # Flow nodes: keyed flow:{run}:{node}:…; a node generated twice under one content
     # hash (the hash its run view says it ran under), in any runs of its flow, is a

@@ -319,6 +319,13 @@ class Person:
         )
         r.raise_for_status()
 
+    def free_amount(self, cents: int) -> None:
+        """The amount a paid operation may cost without asking (0: every price is asked)."""
+        body = {"free_confirm_amount": cents}
+        r = self.request("PUT", "/v1/budget/settings", json=body)
+        if r.status_code != 200:
+            raise ScenarioFailure(f"budget setting refused: {r.status_code} {r.text[:300]}")
+
     def days_pass(self, days: float) -> None:
         self.stack.days_pass(days)
 

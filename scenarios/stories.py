@@ -152,6 +152,43 @@ def correct_then_forget(p: Person, w: Wording) -> None:
     p.until("teapot", _artifacts(1))
 
 
+def paid_again(p: Person, w: Wording) -> None:
+    """Every price is asked (free amount 0): the same picture asked for four times, each
+    price confirmed. The third ask promotes the picture task (the person keeps coming
+    back), so the last two run in a persistent task without a plan; every paid picture
+    must still reach the person with a reply, never a silent wait."""
+    p.free_amount(0)
+    for n in range(1, 5):
+        p.say(w["CAT"][p.lang], "cat", "lightweight" if n == 1 else "existing")
+        p.until("cat", _presented(p, n), answers={"price": "confirm"})
+
+
+def _presented(p: Person, n: int) -> Callable[[Task], bool]:
+    """The task holds `n` results, works on nothing, and replied after each was made (or
+    asks the person on a card that says what)."""
+
+    def shown(t: Task) -> bool:
+        idle = t["status"] in ("completed", "waiting_user") and not t["waiting_on"]
+        if not idle or len(t["artifacts"]) < n:
+            return False
+        if any(c["status"] == "open" and c["title"] for c in t["cards"]):
+            return True
+        events = p.events()
+        replies = [
+            e["seq"]
+            for e in events
+            if e["type"] == "task.reply" and e["data"]["task_id"] == t["task_id"]
+        ]
+        made = [
+            e["seq"]
+            for e in events
+            if e["type"] == "object.version" and e["data"].get("object_id") in t["artifacts"]
+        ]
+        return bool(made) and bool(replies) and max(replies) > max(made)
+
+    return shown
+
+
 FILM = _t(
     "Make a short film from my storyboard {flow}",
     "Mach einen Kurzfilm aus meinem Storyboard {flow}",
@@ -358,6 +395,7 @@ _BASE = (
     Story("short-film", short_film),
     Story("edit-flow-mid-run", edit_flow_mid_run),
     Story("edit-notes-mid-work", edit_notes_mid_work),
+    Story("paid-again", paid_again),
 )
 # Each story once more in paraphrase ("posters~2"), run by the harness like the others.
 STORIES = _BASE + tuple(Story(f"{s.name}~2", s.run, False, PARAPHRASED) for s in _BASE)

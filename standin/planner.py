@@ -18,13 +18,14 @@ a business card; a film 4 storyboard frames and one clip.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from llm.types import ModelRequest, ModelResponse
+from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from money.catalogue import CATALOGUE, DEFAULT_MODEL
 from standin.intents import MEDIA, load_examples, plain_form, recognise
 from standin.requested import requested, work_name
@@ -37,6 +38,9 @@ SERIES_DRAFTS, DRAFTS = 4, 3
 SERIES_FINALS, BOOK_PAGES, FILM_FRAMES, CLIP_S = 3, 4, 4, 6
 MAX_PIECES = 12  # one part's pieces; a longer book is planned by a real model
 _DIRECTIONS = ("warm palette", "cool palette", "bold contrast", "soft pastel")
+# The guide a form of plan brings beside its media's guides.
+_FORM_GUIDE = {"series": "poster-series", "film": "storyboard-film"}
+_GUIDE_SHOWN = re.compile(r"^\[runtime\] guide (\S+) \(loaded\)", re.MULTILINE)
 _PLURAL = {
     "image": ("pictures", "Bilder"),
     "video": ("videos", "Videos"),
@@ -91,6 +95,15 @@ class Plan:
         )
         titles = [*head, *(p.title for p in self.parts)]
         return [{"title": t, "requires_confirmation": k == 2} for k, t in enumerate(titles)]
+
+    def guides(self, offered: list[str]) -> list[str]:
+        """The offered creative guides for what the plan pays for: every medium it makes (the
+        drafts are pictures) and the guide of its form, in the order offered."""
+        finals = {p.medium for p in self.parts}
+        wanted = {"image", *finals}
+        if self.form == "film" or (self.form == "series" and finals == {"image"}):
+            wanted.add(_FORM_GUIDE[self.form])
+        return [g for g in offered if g in wanted]
 
     def summary(self) -> str:
         """What the plan makes, in words: "3 drafts, then Cover, 4 pages"."""
@@ -225,6 +238,10 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
     plan = plan_of(person[0], lang)
     v = read_view(request, lang, " ".join(person), person[-1])
     if not v.items:
+        # The system text's rule: read the matching guides before planning paid work.
+        wanted = plan.guides(offered_guides(request))
+        if missing := [g for g in wanted if g not in loaded_guides(request)]:
+            return calls(request, [("load_guide", {"name": g}) for g in missing])
         ask = {"amount_cents": plan.price_cents, "purpose": plan.summary()}
         return calls(
             request, [("update_checklist", {"add": plan.steps()}), ("request_budget", ask)]
@@ -250,6 +267,28 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
     if later := _later(request, plan, v, extra, chosen, person[0]):
         return later
     return reply(_say(plan, "finished", parts=plan.summary()), request)
+
+
+def offered_guides(request: ModelRequest) -> list[str]:
+    """The guides the request's `load_guide` tool offers (none without the tool)."""
+    for t in request.tools:
+        if t.name == "load_guide":
+            names = t.input_schema.get("properties", {}).get("name", {}).get("enum", [])
+            return [str(n) for n in names]
+    return []
+
+
+def loaded_guides(request: ModelRequest) -> set[str]:
+    """The guides in the request's history: loaded by a call, or shown by the runtime (with
+    a domain, or carried over a segment close)."""
+    names = set()
+    for m in request.messages:
+        for b in m.content:
+            if isinstance(b, ToolUseBlock) and b.name == "load_guide":
+                names.add(str(b.input.get("name", "")))
+            elif isinstance(b, TextBlock):
+                names.update(_GUIDE_SHOWN.findall(b.text))
+    return names
 
 
 def _drafts_step(

@@ -411,8 +411,9 @@ class TaskWorkflow:
                 ended = await self._await_orders()
                 # A finished job wakes the task only when the plan needs it: a result the
                 # plan called the answer is presented with the status that follows (no
-                # model call); otherwise a lightweight task reports its result, and a
-                # persistent one goes on if steps remain.
+                # model call); otherwise a lightweight task reports its result, and so
+                # does a persistent one without a plan (a promoted one: nothing else
+                # would show it), and a planned one goes on if steps remain.
                 state = await self._turn_state()
                 s.exhausted, s.asked = False, False
                 if presents_result(ended, state) and await self._results_meet_briefs(
@@ -421,7 +422,8 @@ class TaskWorkflow:
                     s.presenting = sorted(ended.statuses)
                     progress = True
                     continue
-                if s.kind == TaskKind.LIGHTWEIGHT or state.checklist_open:
+                unplanned = not state.checklist_total
+                if s.kind == TaskKind.LIGHTWEIGHT or unplanned or state.checklist_open:
                     if not state.checkpoint_due:
                         s.wake = True
                         return
