@@ -2,9 +2,10 @@
 
 A document is read as named parts: each Markdown heading starts an entity named by the
 heading (a character, a place, a prop), and `key: value` lines under it are the entity's
-attributes (other lines are its `text`). A document may also carry them structured, as
-`content["entities"] = {name: {attribute: value}}`. Text before the first heading belongs
-to no entity.
+attributes (other lines are its `text`). A heading with lower headings under it names a
+group ("# Characters" over "## Mara"): naming the group uses all of its members. A document
+may also carry entities structured, as `content["entities"] = {name: {attribute: value}}`.
+Text before the first heading belongs to no entity.
 
 A node narrows its use of a document to the entities its own params name: explicitly, as
 `params.uses = ["Mara", "Tom.voice"]` (a whole entity, or one attribute of it), or else by
@@ -47,15 +48,32 @@ class Ref:
 
 def document_parts(content: Mapping[str, Any] | None) -> Parts:
     """The named entities of a document's content (see the module docstring)."""
+    return _read(content)[0]
+
+
+def document_groups(content: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """A heading → the entities under its lower headings ("Characters" → Mara, Tom): a
+    node that names the group uses all of them."""
+    return _read(content)[1]
+
+
+def _read(content: Mapping[str, Any] | None) -> tuple[Parts, dict[str, list[str]]]:
     if not content:
-        return {}
+        return {}, {}
     parts: Parts = {}
+    groups: dict[str, list[str]] = {}
+    above: list[tuple[int, str]] = []  # the open headings, outermost first
     current: str | None = None
     free: dict[str, list[str]] = {}
     for line in str(content.get("text", "")).splitlines():
         heading = _HEADING.match(line)
         if heading:
+            level = len(line.strip()) - len(line.strip().lstrip("#"))
             current = heading["name"].strip()
+            above = [(n, name) for n, name in above if n < level]
+            for _, group in above:
+                groups.setdefault(group, []).append(current)
+            above.append((level, current))
             parts.setdefault(current, {})
             continue
         if current is None or not line.strip():
@@ -70,7 +88,7 @@ def document_parts(content: Mapping[str, Any] | None) -> Parts:
     for name, attrs in dict(content.get("entities") or {}).items():
         values = attrs if isinstance(attrs, Mapping) else {TEXT: attrs}
         parts.setdefault(str(name), {}).update({str(k): str(v) for k, v in values.items()})
-    return parts
+    return parts, groups
 
 
 def references(params: Mapping[str, Any], names: Iterable[str]) -> list[Ref] | None:
@@ -90,11 +108,14 @@ def references(params: Mapping[str, Any], names: Iterable[str]) -> list[Ref] | N
     return sorted(found, key=lambda r: r.label) or None
 
 
-def used_parts(parts: Parts, refs: list[Ref]) -> dict[str, str | None]:
+def used_parts(
+    parts: Parts, refs: list[Ref], groups: Mapping[str, list[str]] | None = None
+) -> dict[str, str | None]:
     """`name.attribute` → its text, for each used part; None for a part the document
-    lacks (so adding it later counts as a change)."""
+    lacks (so adding it later counts as a change). A whole group stands for its members."""
     out: dict[str, str | None] = {}
-    for ref in refs:
+    members = [Ref(m) for r in refs if r.attribute is None for m in (groups or {}).get(r.name, [])]
+    for ref in [*refs, *members]:
         entity = parts.get(ref.name)
         if ref.attribute is not None:
             out[ref.label] = None if entity is None else entity.get(ref.attribute)
@@ -110,11 +131,11 @@ def used_of(params: Mapping[str, Any], content: Mapping[str, Any] | None) -> dic
     content when it names none of the document's entities."""
     if content is None:
         return {"missing": True}
-    parts = document_parts(content)
+    parts, groups = _read(content)
     refs = references(params, parts)
     if refs is None:
         return {"whole": dict(content)}
-    return {"parts": used_parts(parts, refs)}
+    return {"parts": used_parts(parts, refs, groups)}
 
 
 def context_of(used: Iterable[Mapping[str, Any]]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from flows.graph import descendants, edges_of, node_hashes, price_plan
 from flows.remake import price_card, reasons
-from flows.uses import Ref, context_of, document_parts, references, used_of
+from flows.uses import Ref, context_of, document_groups, document_parts, references, used_of
 from tests.flow_support import storyboard, storyboard_flow
 
 DOC = {"text": storyboard()}
@@ -28,7 +28,8 @@ def test_a_document_reads_as_named_entities_with_attributes() -> None:
         "voice": "low and calm",
     }
     assert parts["The lighthouse"] == {"description": "a white tower with a black lantern room"}
-    assert parts["Characters"] == {}  # a heading over others names a group, with nothing
+    assert parts["Characters"] == {}  # a heading over others names a group of them
+    assert document_groups(DOC) == {"Characters": ["Mara", "Tom"], "Places": ["The lighthouse"]}
     free = document_parts({"text": "# Ada\nShe codes at night. Tea: always.\nage: 36"})
     # A sentence with a colon in it stays free text; a short label before one is a key.
     assert free["Ada"] == {"text": "She codes at night. Tea: always.", "age": "36"}
@@ -78,6 +79,16 @@ def test_a_node_that_names_nothing_uses_the_whole_document_with_its_old_hash() -
     assert narrowed["music"] == node_hashes(nodes, _leaf(DOC))["music"]
     assert narrowed["music"] != node_hashes(nodes, _leaf(CHANGED), {"storyboard": CHANGED})["music"]
     assert used_of(music["params"], None) == {"missing": True}
+
+
+def test_naming_a_group_uses_every_entity_under_it() -> None:
+    crowd = {**NODES["shot1"], "params": {"prompt": "all the characters wave"}}
+    nodes = {**NODES, "shot1": crowd}
+    before = node_hashes(nodes, _leaf(DOC), {"storyboard": DOC})
+    after = node_hashes(nodes, _leaf(CHANGED), {"storyboard": CHANGED})
+    assert before["shot1"] != after["shot1"]
+    assert "Mara.voice" in used_of(crowd["params"], DOC)["parts"]
+    assert "The lighthouse.description" not in used_of(crowd["params"], DOC)["parts"]
 
 
 def test_the_request_carries_exactly_the_used_parts() -> None:
