@@ -12,6 +12,7 @@ from activities.flow_types import FlowPlan, NodeOutcome
 from flows import runs
 from flows.graph import PAID, Nodes, digest
 from flows.models import FlowRun, FlowRunNode
+from flows.uses import USES
 from lomo.db.models import ObjectVersion
 from lomo.errors import InvalidInput, NotFound
 from lomo.events import append_event
@@ -21,10 +22,15 @@ from workspace.errors import Deleted
 from workspace.store import get_version
 
 
-def order_args(node: Mapping[str, Any], inputs: list[tuple[str, str]]) -> dict[str, Any]:
+def order_args(
+    node: Mapping[str, Any], inputs: list[tuple[str, str]], context: str = ""
+) -> dict[str, Any]:
     """The generation request of a paid node: its params, plus its inputs' assets (a video
-    animates its first image input; an edit cuts its inputs in order)."""
-    args = dict(node.get("params", {}))
+    animates its first image input; an edit cuts its inputs in order) and the parts of its
+    documents it uses (`context`, flows/uses.context_of) after its prompt."""
+    args = {k: v for k, v in node.get("params", {}).items() if k != USES}
+    if context:
+        args["prompt"] = f"{args.get('prompt', '')}\n\n{context}".strip()
     if node["type"] == "edit":
         args.setdefault("prompt", "final edit")
         args["clips"] = [obj for _, obj in inputs]
@@ -42,17 +48,27 @@ def price_of(node_id: str, node: Any) -> int:
         return 0  # refused when the node starts, naming the constraint; costs nothing
 
 
+async def document_contents(
+    s: AsyncSession, user_id: str, nodes: Nodes
+) -> dict[str, dict[str, Any] | None]:
+    """The current content of each document node's document (None: missing or deleted)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for nid, node in nodes.items():
+        if node["type"] == "document":
+            try:
+                _, ver = await get_version(s, user_id, str(node["params"]["object_id"]))
+                out[nid] = dict(ver.content or {})
+            except (NotFound, Deleted):
+                out[nid] = None
+    return out
+
+
 async def leaf_digests(s: AsyncSession, user_id: str, nodes: Nodes) -> dict[str, str]:
     """A document node's result is its document's current text: edited text, new hash."""
     out = {}
-    for nid, node in nodes.items():
-        if node["type"] == "document":
-            oid = str(node["params"]["object_id"])
-            try:
-                _, ver = await get_version(s, user_id, oid)
-                out[nid] = f"{oid}@{digest(ver.content)}"
-            except (NotFound, Deleted):
-                out[nid] = f"{oid}@missing"
+    for nid, content in (await document_contents(s, user_id, nodes)).items():
+        oid = str(nodes[nid]["params"]["object_id"])
+        out[nid] = f"{oid}@missing" if content is None else f"{oid}@{digest(content)}"
     return out
 
 

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.flow_rows import (
     changed_since,
     current_nodes,
+    document_contents,
     emit_node,
     emit_run,
     end_run,
@@ -43,14 +44,19 @@ from flows import runs
 from flows.errors import FlowError
 from flows.graph import (
     PAID,
+    Nodes,
+    PricePlan,
     call_key,
     descendants,
     edges_of,
-    node_hash,
+    input_uses,
+    narrowed_hash,
     price_plan,
     validate_graph,
 )
 from flows.models import FlowRun, FlowRunNode
+from flows.remake import price_card, reasons
+from flows.uses import context_of
 from lomo.contracts.flow_run import FlowRunInput
 from lomo.db.models import Card, GenerationOrder
 from lomo.errors import InvalidInput, NotFound
@@ -66,7 +72,6 @@ from lomo.states import (
     FlowRunStatus,
     OrderStatus,
 )
-from lomo.words import euros, say
 from money.catalogue import validate_request
 from money.ledger import lock_account
 from money.orders import NeedsConfirmation, NeedsCredit, OrderRequest, Refused, place_order
@@ -106,11 +111,14 @@ class FlowActivities:
                 return plan_of(run, FlowRunStatus.FAILED, [], {}, [], reason=e.detail, settings=st)
             cache = await runs.cached(s, run.flow_id)
             leaf = await leaf_digests(s, run.user_id, nodes)
-            plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, price_of)
+            docs = await document_contents(s, run.user_id, nodes)
+            plan = price_plan(nodes, leaf, lambda n, h: (n, h) in cache, price_of, docs)
+            before = await runs.previous_bases(s, run.flow_id)  # read before rows change
             rows = await runs.node_rows(s, run.id)
             for nid in order:
                 row = rows.get(nid) or await runs.node_row(s, run.id, nid)
                 row.hash, row.version, row.error, row.stale = plan.hashes[nid], version, None, False
+                row.basis = plan.bases[nid]
                 if nid in plan.reuse:
                     row.status, row.object_id = (
                         FlowNodeStatus.REUSED,
@@ -124,7 +132,7 @@ class FlowActivities:
             run.version, run.total_nodes, run.price_cents = version, len(order), plan.total_cents
             status, reason = FlowRunStatus.RUNNING, ""
             if plan.total_cents > 0:
-                status, reason = await self._authorize(s, run, plan.prices)
+                status, reason = await self._authorize(s, run, plan, nodes, before)
             if status == FlowRunStatus.DECLINED:
                 await end_run(s, run, FlowRunStatus.DECLINED, reason)
             else:
@@ -135,7 +143,12 @@ class FlowActivities:
             )
 
     async def _authorize(
-        self, s: AsyncSession, run: FlowRun, prices: dict[str, int]
+        self,
+        s: AsyncSession,
+        run: FlowRun,
+        plan: PricePlan,
+        nodes: Nodes,
+        before: dict[str, dict[str, Any]],
     ) -> tuple[FlowRunStatus, str]:
         if run.task_id is None:
             return FlowRunStatus.DECLINED, "a flow with paid nodes needs an owning task"
@@ -148,21 +161,24 @@ class FlowActivities:
             if (card.answer or {}).get("action") == CardAction.CONFIRM:
                 return FlowRunStatus.RUNNING, "the person confirmed the price"
             return FlowRunStatus.DECLINED, "the person declined the price of this run"
-        total = sum(prices.values())
+        total = plan.total_cents
         await lock_account(s, run.user_id, self.deps.settings.initial_credit_cents)
         decision = await authorize(s, run.user_id, run.task_id, key, total, self.deps.settings)
         if decision.grant is not None:
             return FlowRunStatus.RUNNING, decision.reason
-        calls = {call_key(run.id, nid, run.attempt): p for nid, p in prices.items() if p}
+        calls = {call_key(run.id, nid, run.attempt): p for nid, p in plan.prices.items() if p}
         lang = await task_language(s, run.task_id)
+        # One card for the run: what is made again and why, the total, what is kept.
+        paid = {nid for nid, node in nodes.items() if node["type"] in PAID}
+        title, listing = price_card(plan, reasons(plan, before, paid), paid, lang)
         card = await create_card(
             s,
             user_id=run.user_id,
             kind=CardKind.PRICE,
-            title=say("flow.price", lang, nodes=len(calls), amount=euros(total, lang)),
+            title=title,
             task_id=run.task_id,
             price_cents=total,
-            payload={"flow_run": run.id, "flow_id": run.flow_id, "calls": calls},
+            payload={"flow_run": run.id, "flow_id": run.flow_id, "calls": calls, **listing},
             key=key,
         )
         run.card_id = card.id
@@ -225,7 +241,11 @@ class FlowActivities:
         if any(r is None or r.status not in FINISHED_FLOW_NODE for r in inputs):
             return NodeOutcome("not_ready", version)  # the edit added an input: re-plan
         leaf = (await leaf_digests(s, run.user_id, {row.node_id: node})).get(row.node_id, "")
-        h = node_hash(node, [r.hash or "" for r in inputs if r], leaf)
+        docs = await document_contents(
+            s, run.user_id, {i: nodes[i] for i in node.get("inputs", []) if i in nodes}
+        )
+        hashes = {r.node_id: r.hash or "" for r in inputs if r}
+        h, row.basis = narrowed_hash(node, hashes, docs, leaf)
         row.hash, row.version, row.error = h, version, None
         hit = (await runs.cached(s, run.flow_id)).get((row.node_id, h))
         if hit is not None:
@@ -243,7 +263,9 @@ class FlowActivities:
         kind = PAID[node["type"]]
         types = {i: nodes[i]["type"] for i in node.get("inputs", []) if i in nodes}
         args = order_args(
-            node, [(types.get(r.node_id, ""), r.object_id or "") for r in inputs if r]
+            node,
+            [(types.get(r.node_id, ""), r.object_id or "") for r in inputs if r],
+            context_of(input_uses(node, hashes, docs).values()),
         )
         try:
             spec = validate_request(kind, args)

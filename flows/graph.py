@@ -6,6 +6,11 @@ Merkle chain), so a result stored under a hash is valid for exactly that node de
 fed by exactly those inputs: change one shot's prompt and its hash, and every hash below
 it, changes; nothing else does. Leaf inputs that are not nodes (a document node's current
 text) enter through `leaf_digests`.
+
+A node fed by a document node does not hash the whole document: it hashes only the parts
+of it that it uses (flows/uses.py: the entities its params name), so changing one
+character's description changes the hashes of exactly the nodes that name that character
+and of what is built on them.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.errors import FlowError, FlowTooLargeToRun
+from flows.uses import used_of
 from lomo.limits import MAX_FLOW_NODES
 
 Node = Mapping[str, Any]
 Nodes = Mapping[str, Node]
+# Document node id → the document's current content (None: it is missing or deleted).
+Documents = Mapping[str, Mapping[str, Any] | None]
 
 # Node type → generation kind of its order; a type not here is free.
 PAID = {"image": "image", "video": "video", "audio": "audio", "3d": "3d", "edit": "video"}
@@ -125,14 +133,68 @@ def node_hash(node: Node, input_hashes: list[str], leaf: str = "") -> str:
     )
 
 
-def node_hashes(nodes: Nodes, leaf_digests: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for nid in topological_order(nodes):
-        node = nodes[nid]
-        out[nid] = node_hash(
-            node, [out[i] for i in node.get("inputs", [])], leaf_digests.get(nid, "")
-        )
+def input_uses(node: Node, hashes: Mapping[str, str], documents: Documents) -> dict[str, Any]:
+    """What the node takes from each input: a node input's result hash, or the used parts of
+    a document input (uses.used_of). Its digests enter the node's hash; kept with the node's
+    row, it tells a later run what changed."""
+    params = node.get("params", {})
+    return {
+        i: used_of(params, documents[i]) if i in documents else {"hash": hashes.get(i, "")}
+        for i in node.get("inputs", [])
+    }
+
+
+def use_digests(uses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """`input_uses` with each text replaced by its digest: small enough to store per node."""
+    out: dict[str, Any] = {}
+    for i, use in uses.items():
+        if "parts" in use:
+            out[i] = {
+                "parts": {k: digest(v) if v is not None else None for k, v in use["parts"].items()}
+            }
+        elif "whole" in use:
+            out[i] = {"whole": digest(use["whole"])}
+        else:
+            out[i] = dict(use)
     return out
+
+
+def narrowed_hash(
+    node: Node, hashes: Mapping[str, str], documents: Documents, leaf: str = ""
+) -> tuple[str, dict[str, Any]]:
+    """The node's hash over what it uses of its inputs, and that use as stored (its basis):
+    `self` digests the node's own definition, `inputs` what it takes from each input."""
+    uses = use_digests(input_uses(node, hashes, documents))
+    # Only a narrowed use replaces the input's hash: a node that uses a whole document
+    # keeps the hash it always had, so its stored results stay valid.
+    inputs = [
+        digest(uses[i]) if "parts" in uses[i] else hashes.get(i, "") for i in node.get("inputs", [])
+    ]
+    basis = {
+        "self": digest({k: node.get(k) for k in ("type", "params", "inputs")}),
+        "inputs": uses,
+    }
+    return node_hash(node, inputs, leaf), basis
+
+
+def node_hashes(
+    nodes: Nodes, leaf_digests: Mapping[str, str], documents: Documents | None = None
+) -> dict[str, str]:
+    return node_bases(nodes, leaf_digests, documents or {})[0]
+
+
+def node_bases(
+    nodes: Nodes, leaf_digests: Mapping[str, str], documents: Documents
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Every node's hash and basis, inputs first. A document input absent from `documents`
+    enters by its hash, whole (its content unknown here)."""
+    hashes: dict[str, str] = {}
+    bases: dict[str, dict[str, Any]] = {}
+    for nid in topological_order(nodes):
+        hashes[nid], bases[nid] = narrowed_hash(
+            nodes[nid], hashes, documents, leaf_digests.get(nid, "")
+        )
+    return hashes, bases
 
 
 @dataclass
@@ -144,6 +206,7 @@ class PricePlan:
     must_run: list[str]
     reuse: list[str]
     prices: dict[str, int] = field(default_factory=dict)
+    bases: dict[str, dict[str, Any]] = field(default_factory=dict)  # see narrowed_hash
 
     @property
     def total_cents(self) -> int:
@@ -155,10 +218,12 @@ def price_plan(
     leaf_digests: Mapping[str, str],
     cached: Callable[[str, str], bool],
     price: Callable[[str, Node], int],
+    documents: Documents | None = None,
 ) -> PricePlan:
-    """`cached(node_id, hash)`: a result is stored; `price(node_id, node)`: its quote."""
-    hashes = node_hashes(nodes, leaf_digests)
-    plan = PricePlan(hashes, [], [])
+    """`cached(node_id, hash)`: a result is stored; `price(node_id, node)`: its quote;
+    `documents`: the content of each document node, so its consumers hash what they use."""
+    hashes, bases = node_bases(nodes, leaf_digests, documents or {})
+    plan = PricePlan(hashes, [], [], bases=bases)
     for nid in topological_order(nodes):
         if cached(nid, hashes[nid]):
             plan.reuse.append(nid)

@@ -4,8 +4,9 @@ node id and content hash (a result is reused, at no cost, wherever its hash recu
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from lomo.db.models import Base, utcnow
@@ -42,6 +43,9 @@ class FlowRunNode(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Finished on a definition the person changed meanwhile: kept, but a re-run redoes it.
     stale: Mapped[bool] = mapped_column(default=False)
+    # What the node's hash covered (flows/graph.narrowed_hash), digests only: a later run
+    # compares it with the node's basis then to say why the node is made again.
+    basis: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -14,7 +14,7 @@ from flows.models import FlowResult, FlowRun, FlowRunNode
 from lomo.db.models import ObjectVersion, Task, TaskObject, WorkObject
 from lomo.errors import Conflict, InvalidInput, NotFound
 from lomo.ids import new_id
-from lomo.states import ACTIVE_FLOW_RUN, FlowNodeStatus, FlowRunStatus
+from lomo.states import ACTIVE_FLOW_RUN, FINISHED_FLOW_NODE, FlowNodeStatus, FlowRunStatus
 
 
 def now() -> datetime:
@@ -121,6 +121,22 @@ async def node_row(s: AsyncSession, run_id: str, node_id: str) -> FlowRunNode:
         s.add(row)
         await s.flush()
     return row
+
+
+async def previous_bases(s: AsyncSession, flow_id: str) -> dict[str, dict[str, Any]]:
+    """Each node's basis when its latest result of this flow was made or reused (any run,
+    this one's earlier attempts included): what a re-make is compared against."""
+    rows = await s.scalars(
+        select(FlowRunNode)
+        .join(FlowRun, FlowRun.id == FlowRunNode.run_id)
+        .where(
+            FlowRun.flow_id == flow_id,
+            FlowRunNode.status.in_(FINISHED_FLOW_NODE),
+            FlowRunNode.basis.is_not(None),
+        )
+        .order_by(FlowRunNode.updated_at, FlowRunNode.run_id)
+    )
+    return {r.node_id: dict(r.basis or {}) for r in rows}  # the newest wins
 
 
 async def cached(s: AsyncSession, flow_id: str) -> dict[tuple[str, str], FlowResult]:

@@ -104,3 +104,46 @@ async def orders(db: Database, user_id: str) -> int:
 async def price_cards(st: Stack) -> list[dict[str, Any]]:
     r = await st.api.get("/v1/cards", headers=st.auth)
     return [c for c in r.json()["cards"] if c["kind"] == "price"]
+
+
+def storyboard(mara: str = "a fisherwoman in a yellow raincoat, grey braid") -> str:
+    """A storyboard document: three named entities (two characters and a place) with
+    attributes, before a free-text shot list no node reads."""
+    return (
+        "The lighthouse keeper's daughter, a short film.\n\n"
+        "# Characters\n"
+        "## Mara\n"
+        f"description: {mara}\n"
+        "voice: low and calm\n"
+        "## Tom\n"
+        "description: a boy of ten with a red scarf\n"
+        "# Places\n"
+        "## The lighthouse\n"
+        "description: a white tower with a black lantern room\n"
+    )
+
+
+STORYBOARD_SHOTS = (
+    "The lighthouse at dawn",
+    "Mara walks along the cliffs",
+    "Tom flies a kite on the beach",
+    "Mara and Tom mend a net",
+    "Tom watches the boats come in",
+)
+
+
+def storyboard_flow(document_id: str) -> dict[str, Any]:
+    """The storyboard document feeding five shots (each names whom it shows in its prompt)
+    and one edit cutting them together."""
+    nodes: dict[str, Any] = {
+        "storyboard": {"type": "document", "params": {"object_id": document_id}, "inputs": []}
+    }
+    for n, prompt in enumerate(STORYBOARD_SHOTS, 1):
+        nodes[f"shot{n}"] = {
+            "type": "image",
+            "params": {"prompt": prompt},
+            "inputs": ["storyboard"],
+        }
+    shots = [f"shot{n}" for n in range(1, len(STORYBOARD_SHOTS) + 1)]
+    nodes["edit"] = {"type": "edit", "params": {"prompt": "final cut"}, "inputs": shots}
+    return {"nodes": nodes}

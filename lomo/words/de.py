@@ -29,6 +29,24 @@ WORDS: dict[str, str] = {
     "runtime.no": "Nein",
     # Flows
     "flow.price": "Flow-Lauf: {nodes} kostenpflichtige Knoten, insgesamt {amount} EUR",
+    "flow.remake": (
+        "{count} von {total} kostenpflichtigen Knoten neu machen, insgesamt {amount} EUR; "
+        "{kept} bleiben, wie sie sind."
+    ),
+    "flow.why.new.one": "{nodes} ist neu.",
+    "flow.why.new.many": "{nodes} sind neu.",
+    "flow.why.edited.one": "{nodes} wurde geändert.",
+    "flow.why.edited.many": "{nodes} wurden geändert.",
+    "flow.why.part.one": "{nodes} zeigt {name}; geändert hat sich: {detail}.",
+    "flow.why.part.many": "{nodes} zeigen {name}; geändert hat sich: {detail}.",
+    "flow.why.document.one": "{nodes} nutzt das ganze Dokument {name}, das sich geändert hat.",
+    "flow.why.document.many": ("{nodes} nutzen das ganze Dokument {name}, das sich geändert hat."),
+    "flow.why.input.one": "{nodes} baut auf neu Gemachtem auf: {detail}.",
+    "flow.why.input.many": "{nodes} bauen auf neu Gemachtem auf: {detail}.",
+    "flow.why.stale.one": "{nodes} ist veraltet.",
+    "flow.why.stale.many": "{nodes} sind veraltet.",
+    "flow.why.entry": "Eintrag",
+    "flow.and": "und",
     # Money
     "money.price": "{kind} mit {model}: {amount} EUR",
     "money.credit": (

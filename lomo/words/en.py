@@ -29,6 +29,23 @@ WORDS: dict[str, str] = {
     "runtime.no": "No",
     # Flows
     "flow.price": "Flow run: {nodes} paid nodes, {amount} EUR in total",
+    "flow.remake": (
+        "Re-make {count} of {total} paid nodes for {amount} EUR in total; {kept} kept as they are."
+    ),
+    "flow.why.new.one": "{nodes} is new.",
+    "flow.why.new.many": "{nodes} are new.",
+    "flow.why.edited.one": "{nodes} was changed.",
+    "flow.why.edited.many": "{nodes} were changed.",
+    "flow.why.part.one": "{nodes} shows {name}, whose {detail} changed.",
+    "flow.why.part.many": "{nodes} show {name}, whose {detail} changed.",
+    "flow.why.document.one": "{nodes} uses all of {name}, which changed.",
+    "flow.why.document.many": "{nodes} use all of {name}, which changed.",
+    "flow.why.input.one": "{nodes} uses the re-made {detail}.",
+    "flow.why.input.many": "{nodes} use the re-made {detail}.",
+    "flow.why.stale.one": "{nodes} is out of date.",
+    "flow.why.stale.many": "{nodes} are out of date.",
+    "flow.why.entry": "entry",
+    "flow.and": "and",
     # Money
     "money.price": "{kind} with {model}: {amount} EUR",
     "money.credit": "Add credit: {kind} with {model} costs {amount} EUR, {balance} EUR left",
