@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 
 from lomo.db.engine import Database
+from lomo.db.models import MessageRow
 from lomo.settings import Settings
-from memory.models import Memory, MemoryVersion
+from memory.dates import dated
+from memory.models import Evidence, Memory, MemoryVersion
 from vectors import VectorHit, VectorIndex, VectorPoint, open_vector_index
 from vectors.embeddings import Embedder, get_embedder
 
@@ -121,6 +123,47 @@ class MemoryServices:
                         },
                     )
                     for (v, m), vec in zip(active, vectors, strict=True)
+                ],
+            )
+
+    async def sync_evidence(self, db: Database, evidence_ids: Iterable[str]) -> None:
+        """Index the person's own words next to the facts drawn from them (a fact the
+        extractor missed is still found by what was said); forgotten evidence leaves the
+        index. Idempotent, like `sync_versions`."""
+        ids = sorted(set(evidence_ids))
+        if not ids:
+            return
+        await self.ready()
+        async with db.session() as s:
+            rows = (
+                await s.execute(
+                    select(Evidence, MessageRow.created_at)
+                    .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+                    .where(Evidence.id.in_(ids))
+                )
+            ).all()
+        usable = [(ev, said or ev.created_at) for ev, said in rows if ev.usable]
+        gone = set(ids) - {ev.id for ev, _ in usable}
+        if gone:
+            await self.index.delete(self.collection, sorted(gone))
+        if usable:
+            vectors = await self.embed([dated(ev.text, said) for ev, said in usable])
+            await self.index.upsert(
+                self.collection,
+                [
+                    VectorPoint(
+                        ev.id,
+                        vec,
+                        {
+                            "user_id": ev.user_id,
+                            # A message said inside a task is that task's, like its facts.
+                            "visibility": visibility(
+                                "task" if ev.task_id else "profile", ev.task_id
+                            ),
+                            "kind": "evidence",
+                        },
+                    )
+                    for (ev, _), vec in zip(usable, vectors, strict=True)
                 ],
             )
 

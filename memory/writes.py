@@ -66,6 +66,7 @@ class MemoryWrites:
         except (ModelOutputError, NotFound) as e:
             raise Refused(str(e)) from e
         await self.services.sync_versions(self.db, res.version_ids)
+        await self.services.sync_evidence(self.db, [res.evidence_id])
         # The task summaries it touched are drafts until the model rewrote them.
         await write_episodes(self.db, self.provider, inp.user_id)
         stored = sum(1 for o in res.outcomes if o.get("outcome") not in (None, "dropped"))
@@ -109,6 +110,7 @@ class MemoryWrites:
                 raise Refused(str(e)) from e
         await self.services.sync_versions(self.db, res.version_ids_to_sync)
         await self.services.delete_memories(res.deleted_memory_ids)
+        await self.services.sync_evidence(self.db, res.evidence_ids)
         await write_episodes(self.db, self.provider, inp.user_id)
         return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
 
