@@ -279,7 +279,7 @@ async def forget_turn(p: Person, text: str) -> set[str]:
         return {p.dia_of[m] for (m,) in rows.all() if m in p.dia_of}
 
 
-async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run) -> None:
+async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run) -> set[str]:
     """Forget a sample of turns the memory recalls, ask their questions again: none of the
     forgotten turns may come back."""
     by_dia = {t.dia_id: t for t in conv.turns}
@@ -300,6 +300,7 @@ async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run)
     for q, _ in chosen:
         ranked, _, _ = await ask(p, q.text)
         run.came_back += len({d for sources in ranked for d in sources} & forgotten)
+    return forgotten
 
 
 async def main(args: argparse.Namespace) -> Run:

@@ -28,7 +28,13 @@ from memory.lexical import BM25
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
 from memory.services import MemoryServices
 
-RRF_K = 60  # the usual constant: rank 1 weighs 1/61, rank 10 1/70
+# Below the usual 60, so the first few places of a ranking decide; the lexical ranking
+# counts double, as the embedder misses names and dates (set on two LoCoMo conversations).
+RRF_K = 10
+WEIGHTS = (0.5, 1.0)  # vector ranking, lexical ranking
+# Messages said just before a message whose words its lexical text carries: a reply ("Yes,
+# last week!") is found by what it answered.
+CONTEXT = 1
 CORPORA = 64  # people whose lexical index is kept in this process
 
 
@@ -83,6 +89,7 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
                 select(Evidence.id, Evidence.text, MessageRow.created_at, Evidence.created_at)
                 .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
                 .where(Evidence.user_id == user_id, Evidence.usable.is_(True))
+                .order_by(func.coalesce(MessageRow.created_at, Evidence.created_at))
             )
         ).all()
         versions = (
@@ -93,7 +100,13 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
             )
         ).all()
     ids = [e[0] for e in evidence] + [v[0] for v in versions]
-    docs = [dated(text, said or made) for _, text, said, made in evidence]
+    texts = [text for _, text, _, _ in evidence]
+    docs = [
+        # A reply is found by what it replied to ("Yes, last week!" answers the turn
+        # before); the dates are its own.
+        " ".join([*texts[max(0, i - CONTEXT) : i], dated(texts[i], said or made)])
+        for i, (_, _, said, made) in enumerate(evidence)
+    ]
     docs += [dated(content, since) for _, content, since in versions]
     corpus = _Corpus(fp, ids, BM25(docs))
     _corpora[key] = corpus
@@ -102,12 +115,12 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
     return corpus
 
 
-def fuse(rankings: list[list[str]]) -> list[str]:
-    """Reciprocal-rank fusion: ids ordered by the sum of 1/(RRF_K + rank) over rankings."""
+def fuse(rankings: list[list[str]], weights: tuple[float, ...]) -> list[str]:
+    """Reciprocal-rank fusion: ids ordered by the weighted sum of 1/(RRF_K + rank)."""
     score: dict[str, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking, 1):
-            score[item] = score.get(item, 0.0) + 1.0 / (RRF_K + rank)
+            score[item] = score.get(item, 0.0) + weight / (RRF_K + rank)
     return sorted(score, key=lambda i: -score[i])
 
 
@@ -126,7 +139,7 @@ async def recall(
     hits = await services.search(user_id, task_id, query, depth)
     corpus = await _corpus(db, user_id)
     lexical = [corpus.ids[i] for i, _ in corpus.bm25.top(query, depth)]
-    ranked = [i for i in fuse([[h.id for h in hits], lexical]) if i not in (skip or set())]
+    ranked = [i for i in fuse([[h.id for h in hits], lexical], WEIGHTS) if i not in (skip or set())]
     async with db.session() as s:
         found = await _checked(s, user_id, task_id, ranked)
         out: list[Recalled] = []
@@ -246,5 +259,5 @@ async def _current_of(
     )
     currents = await _versions(s, user_id, task_id, current_ids)
     if currents:
-        item.line += " (history: changed since, see the memory above)"
+        item.line += " (history: changed since; the current version is shown)"
     return currents

@@ -135,19 +135,18 @@ class MemoryServices:
             return
         await self.ready()
         async with db.session() as s:
-            rows = (
-                await s.execute(
-                    select(Evidence, MessageRow.created_at)
-                    .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
-                    .where(Evidence.id.in_(ids))
-                )
-            ).all()
-        usable = [(ev, said or ev.created_at) for ev, said in rows if ev.usable]
+            rows = await s.execute(
+                select(Evidence, MessageRow.created_at)
+                .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+                .where(Evidence.id.in_(ids))
+            )
+            # Embedded with the day it was said and the dates it refers to (memory/dates.py).
+            usable = [(ev, dated(ev.text, said or ev.created_at)) for ev, said in rows if ev.usable]
         gone = set(ids) - {ev.id for ev, _ in usable}
         if gone:
             await self.index.delete(self.collection, sorted(gone))
         if usable:
-            vectors = await self.embed([dated(ev.text, said) for ev, said in usable])
+            vectors = await self.embed([text for _, text in usable])
             await self.index.upsert(
                 self.collection,
                 [
