@@ -123,8 +123,9 @@ def load(path: Path) -> list[Conversation]:
     out: list[Conversation] = []
     for f in files:
         data = json.loads(f.read_text())
-        for i, item in enumerate(data if isinstance(data, list) else [data]):
-            out.append(parse(f.stem if len(out) == i == 0 else f"{f.stem}-{i}", item))
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            out.append(parse(f.stem if len(items) == 1 else f"{f.stem}-{i}", item))
     return out
 
 

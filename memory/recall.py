@@ -26,7 +26,7 @@ from lomo.db.models import MessageRow
 from memory.dates import dated, day_words
 from memory.lexical import BM25
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
-from memory.services import MemoryServices
+from memory.services import MemoryServices, forgotten_words
 
 # Below the usual 60, so the first few places of a ranking decide; the lexical ranking
 # counts double, as the embedder misses names and dates (set on two LoCoMo conversations).
@@ -92,6 +92,8 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
                 .order_by(func.coalesce(MessageRow.created_at, Evidence.created_at))
             )
         ).all()
+        hidden = await forgotten_words(s, user_id)
+        evidence = [e for e in evidence if e[0] not in hidden]
         versions = (
             await s.execute(
                 select(MemoryVersion.id, MemoryVersion.content, MemoryVersion.valid_from).where(
@@ -136,7 +138,7 @@ async def recall(
     """At most `limit` items for `query`, best first (`skip`: versions already shown, the
     profile's). A failing vector index raises: the caller degrades to "no memory"."""
     depth = max(limit * 3, 30)
-    hits = await services.search(user_id, task_id, query, depth)
+    hits = await services.search(user_id, task_id, query, depth, evidence=True)
     corpus = await _corpus(db, user_id)
     lexical = [corpus.ids[i] for i, _ in corpus.bm25.top(query, depth)]
     ranked = [i for i in fuse([[h.id for h in hits], lexical], WEIGHTS) if i not in (skip or set())]
@@ -166,23 +168,39 @@ async def _checked(
     """The candidates SQL still vouches for, as context lines."""
     out = {r.id: r for r in await _versions(s, user_id, task_id, ids)}
     ev_ids = [i for i in ids if i.startswith("evd")]
-    if ev_ids:
-        rows = await s.execute(
-            select(Evidence, MessageRow.created_at)
-            .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
-            .where(Evidence.id.in_(ev_ids))
+    if not ev_ids:
+        return out
+    hidden = await forgotten_words(s, user_id, ev_ids)
+    rows = await s.execute(
+        select(Evidence, MessageRow.created_at)
+        .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+        .where(Evidence.id.in_(ev_ids), Evidence.user_id == user_id)
+    )
+    elsewhere = await _said_for_another_task(s, ev_ids, task_id)
+    for ev, said in rows.all():
+        if ev.id in hidden or ev.id in elsewhere:
+            continue
+        out[ev.id] = Recalled(
+            ev.id,
+            "evidence",
+            f'"{ev.text}" [said on {_day(said or ev.created_at)}; {ev.source_ref}]',
+            [ev.message_id] if ev.message_id else [],
         )
-        for ev, said in rows.all():
-            visible = ev.task_id is None or ev.task_id == task_id
-            if ev.user_id != user_id or not ev.usable or not visible:
-                continue
-            out[ev.id] = Recalled(
-                ev.id,
-                "evidence",
-                f'"{ev.text}" [said on {_day(said or ev.created_at)}; {ev.source_ref}]',
-                [ev.message_id] if ev.message_id else [],
-            )
     return out
+
+
+async def _said_for_another_task(s: AsyncSession, ev_ids: list[str], task_id: str) -> set[str]:
+    """Words that made a one-off instruction of a task ("this time ...") belong to that task
+    (its message's task now, since routing may decide after extraction), like the memory."""
+    rows = await s.execute(
+        select(MemoryLink.source_id, Memory.task_id, MessageRow.task_id)
+        .join(MemoryVersion, MemoryVersion.id == MemoryLink.target_id)
+        .join(Memory, Memory.id == MemoryVersion.memory_id)
+        .join(Evidence, Evidence.id == MemoryLink.source_id)
+        .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+        .where(MemoryLink.source_id.in_(ev_ids), Memory.scope == "task")
+    )
+    return {ev_id for ev_id, m_task, msg_task in rows.all() if task_id not in (m_task, msg_task)}
 
 
 def _day(at: datetime) -> str:

@@ -25,7 +25,7 @@ from memory.episodes import write_episodes
 from memory.extraction import extract_message, finish
 from memory.forget import forget
 from memory.models import Evidence, ForgetRecord, Memory, MemoryVersion
-from memory.services import MemoryServices
+from memory.services import MemoryServices, sources_of
 from memory.text import key_part
 from memory.types import (
     CorrectInput,
@@ -110,7 +110,10 @@ class MemoryWrites:
                 raise Refused(str(e)) from e
         await self.services.sync_versions(self.db, res.version_ids_to_sync)
         await self.services.delete_memories(res.deleted_memory_ids)
-        await self.services.sync_evidence(self.db, res.evidence_ids)
+        async with self.db.session() as s:
+            # Words that built on the forgotten ones leave the index with them.
+            built_on = await sources_of(s, res.deleted_version_ids)
+        await self.services.sync_evidence(self.db, [*res.evidence_ids, *built_on])
         await write_episodes(self.db, self.provider, inp.user_id)
         return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
 
