@@ -153,13 +153,33 @@ async def recall(
             if item.kind == "evidence":
                 for current in await _current_of(s, user_id, task_id, item):
                     if current.id not in shown:
-                        out.append(current)
+                        _add(out, current)
                         shown.add(current.id)
-            out.append(item)
+            _add(out, item)
             shown.add(item.id)
             if len(out) >= limit:
                 break
     return out[:limit]
+
+
+def _add(out: list[Recalled], item: Recalled) -> None:
+    """Words a memory shown already stands for (it cites their message) are left out; a
+    memory found after its words takes their place."""
+    said = {m for r in out if r.kind == "memory" for m in r.message_ids}
+    if item.kind == "evidence" and "(history:" not in item.line:
+        if set(item.message_ids) <= said and item.message_ids:
+            return
+    elif item.kind == "memory":
+        covered = set(item.message_ids)
+        out[:] = [
+            r
+            for r in out
+            if r.kind != "evidence"
+            or "(history:" in r.line
+            or not set(r.message_ids) <= covered
+            or not r.message_ids
+        ]
+    out.append(item)
 
 
 async def _checked(
