@@ -256,7 +256,8 @@ async def size(p: Person, run: Run) -> None:
             )
             or 0
         )
-    run.vectors += await p.services.index.count(p.services.collection, {"user_id": p.user_id})
+    for name in (p.services.collection, p.services.evidence_collection):
+        run.vectors += await p.services.index.count(name, {"user_id": p.user_id})
     run.bytes += sum(f.stat().st_size for f in p.root.rglob("*") if f.is_file())
 
 
