@@ -192,13 +192,14 @@ async def _checked(
         return out
     hidden = await forgotten_words(s, user_id, ev_ids)
     rows = await s.execute(
-        select(Evidence, MessageRow.created_at)
+        select(Evidence, MessageRow.created_at, MessageRow.task_id)
         .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
         .where(Evidence.id.in_(ev_ids), Evidence.user_id == user_id)
     )
     elsewhere = await _said_for_another_task(s, ev_ids, task_id)
-    for ev, said in rows.all():
-        if ev.id in hidden or ev.id in elsewhere:
+    for ev, said, said_in in rows.all():
+        # The task's own messages are in its context already (recent messages, summaries).
+        if ev.id in hidden or ev.id in elsewhere or said_in == task_id:
             continue
         out[ev.id] = Recalled(
             ev.id,
