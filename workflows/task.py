@@ -70,6 +70,9 @@ TOOL_TIMEOUT = timedelta(minutes=2)
 PARKED_CALLS = ("needs_confirmation", "needs_credit")
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+# Early job ends kept at once: a turn places a handful of orders, not dozens.
+EARLY_ENDS_KEPT = 32
+EARLY_END_PATCH = "early-job-end"
 
 
 class Stopped(Exception):
@@ -143,6 +146,12 @@ class TaskWorkflow:
         waiting = self.state.waiting
         if ev.order_id in waiting and waiting[ev.order_id] not in TERMINAL_ORDER:
             waiting[ev.order_id] = ev.status
+        elif ev.order_id not in waiting and ev.status in TERMINAL_ORDER:
+            # The job ended before the call that placed it returned: kept for that call.
+            early = self.state.early_ends
+            early[ev.order_id] = ev.status
+            while len(early) > EARLY_ENDS_KEPT:
+                early.pop(next(iter(early)))
 
     @workflow.signal(name=contract.FLOW_EVENT)
     def flow_event(self, ev: FlowEvent) -> None:
@@ -339,6 +348,10 @@ class TaskWorkflow:
         s.progress = s.progress or outcome.made_progress
         if outcome.order_id and outcome.order_id not in s.waiting:
             s.waiting[outcome.order_id] = OrderStatus.SUBMITTED
+            ended = s.early_ends.pop(outcome.order_id, None)
+            # Histories from before this knew no early end: they waited for the poll.
+            if ended is not None and workflow.patched(EARLY_END_PATCH):
+                s.waiting[outcome.order_id] = ended
         if outcome.present and outcome.order_id:
             s.present_orders.add(outcome.order_id)
         if outcome.card_id:

@@ -42,6 +42,10 @@ class TaskRunState:
     consumed: list[str] = field(default_factory=list)  # the latest CONSUMED_KEPT ids read
     waiting: dict[str, str] = field(default_factory=dict)  # order_id -> last known status
     collected: set[str] = field(default_factory=set)
+    # Terminal job signals that arrived before the call that placed the order returned
+    # (a fast job): order_id -> status, taken over when the call's outcome names the order.
+    # Not carried across continue-as-new: a lost one only costs a poll.
+    early_ends: dict[str, str] = field(default_factory=dict)
     # Orders whose call was planned `present_when_done` (their result is the answer),
     # until their job ends; and the ones the next status write presents.
     present_orders: set[str] = field(default_factory=set)
