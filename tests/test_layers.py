@@ -68,6 +68,7 @@ def test_an_unchanged_copy_keeps_them(tmp_path: Path) -> None:
         ("money/_probe.py", "from workspace.store import get_object", "the layers"),
         ("cards/_probe.py", "from tasks.lifecycle import create_task", "the layers"),
         ("api/_probe.py", "from tools.checklist import checklist_tools", "agent step"),
+        ("api/_probe.py", "from workflows.task import TaskWorkflow", "by their contracts"),
         ("standin/_probe.py", "from context.types import StepData", "agent step"),
         ("sim/_probe.py", "from money.catalogue import CATALOGUE", "only the kernel"),
         ("web/_probe.py", "import lomo.ids", "imports nothing of ours"),
