@@ -206,15 +206,20 @@ class GenerateTool(Tool):
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
-            if order.status == OrderStatus.FAILED:
-                return error(order.error or "generation failed", failed_order=order.id)
+            if order.status in (OrderStatus.FAILED, OrderStatus.CANCELLED):
+                reason = order.error or f"generation {order.status}"
+                return error(reason, failed_order=order.id)
             if order.upstream_job_id or order.status == OrderStatus.SUCCEEDED:
                 return _submitted(order.id)
-            if order.submit_started_at is not None and not resend:
-                if submit_unclear(order, settings):
-                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
-                    return error(UNCLEAR_SUBMIT, failed_order=order.id)
+            unclear = order.submit_started_at is not None and submit_unclear(order, settings)
+            if order.submit_started_at is not None and not resend and not unclear:
                 return _submitted(order.id)  # another attempt is submitting; polls resolve it
+            key = order.idempotency_key
+        if unclear and not resend:
+            return await self._adopt_or_fail(order_id, key)
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, order_id, with_for_update=True)
+            assert order is not None
             if not await claim_submit(s, order_id, again=resend):
                 return _submitted(order.id)
             body = job_request(order, settings, await reference_url(s, order))
@@ -231,13 +236,21 @@ class GenerateTool(Tool):
             log.warning("submit of %s unclear: %r", order_id, e)
             if resend:
                 raise  # Temporal retries the call; its next attempt sends the key again
-            return await self.fail(order_id, UNCLEAR_SUBMIT)
+            return await self._adopt_or_fail(order_id, str(body["idempotency_key"]))
         if settings.fault_kill_after_submit:
             os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
         if r.status_code >= 400:
             return await self.fail(order_id, refused(r))
-        await keep_job_id(self.deps.db, order_id, r)
+        job_id = await keep_job_id(self.deps.db, order_id, r)
+        await cancel_if_cancelled(self.deps, order_id, job_id)
         return _submitted(order_id)
+
+    async def _adopt_or_fail(self, order_id: str, key: str) -> ToolResult:
+        """An unclear submit to an upstream that is not sent a key twice: the job its key
+        made is looked up and adopted (charged once); without one, the refund rule."""
+        if await adopt_job(self.deps, order_id, key) is not None:
+            return _submitted(order_id)
+        return await self.fail(order_id, UNCLEAR_SUBMIT)
 
     async def fail(self, order_id: str, reason: str) -> ToolResult:
         await fail(self.deps, order_id, reason)
@@ -277,6 +290,37 @@ async def post_job(deps: ToolDeps, body: dict[str, Any]) -> httpx.Response:
         json=body,
         timeout=settings.generation_submit_timeout_seconds,
     )
+
+
+def _account(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.sim_token.get_secret_value()}"}
+
+
+async def cancel_job(deps: ToolDeps, job_id: str) -> dict[str, Any] | None:
+    """Ask the upstream to stop a job; its answer is the job's state after it (cancelled,
+    or how it had ended already). None: the upstream knows no such job."""
+    settings = deps.settings
+    r = await deps.http.post(
+        f"{settings.resolved_sim_url}/jobs/{job_id}/cancel", headers=_account(settings)
+    )
+    if r.status_code == 404:
+        return None
+    r.raise_for_status()
+    return dict(r.json())
+
+
+async def find_job(deps: ToolDeps, key: str) -> dict[str, Any] | None:
+    """The job the upstream made for this idempotency key, if any: a submit whose answer
+    was lost is found again here, not sent a second time."""
+    settings = deps.settings
+    r = await deps.http.get(
+        f"{settings.resolved_sim_url}/jobs",
+        params={"idempotency_key": key},
+        headers=_account(settings),
+    )
+    r.raise_for_status()
+    jobs = r.json().get("jobs") or []
+    return dict(jobs[0]) if jobs else None
 
 
 def refused(r: httpx.Response) -> str:
@@ -324,6 +368,33 @@ async def _persist_job_id(db: Database, order_id: str, job_id: str) -> None:
             log.warning("job id %s of %s not stored yet, retrying: %r", job_id, order_id, e)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)  # land soon after the DB is back
+
+
+async def adopt_job(deps: ToolDeps, order_id: str, key: str) -> str | None:
+    """Re-attach the upstream job made for this key to its order (its id was never
+    stored); None when the upstream has none, or cannot be asked now."""
+    try:
+        job = await find_job(deps, key)
+    except httpx.HTTPError as e:
+        log.warning("lookup of %s by its key failed: %r", order_id, e)
+        return None
+    if job is None:
+        return None
+    job_id = str(job["job_id"])
+    await asyncio.shield(asyncio.ensure_future(_persist_job_id(deps.db, order_id, job_id)))
+    await cancel_if_cancelled(deps, order_id, job_id)
+    return job_id
+
+
+async def cancel_if_cancelled(deps: ToolDeps, order_id: str, job_id: str) -> None:
+    """A job whose id arrived after its order was cancelled (the submit's answer came
+    late) is stopped too: nobody wants its result."""
+    async with deps.db.session() as s:
+        status = await s.scalar(
+            select(GenerationOrder.status).where(GenerationOrder.id == order_id)
+        )
+    if status == OrderStatus.CANCELLED:
+        await cancel_job(deps, job_id)
 
 
 async def submit_order(deps: ToolDeps, order_id: str) -> ToolResult:
