@@ -71,24 +71,23 @@ class GenerationActivities:
             job_id, key = order.upstream_job_id, order.idempotency_key
             body: dict[str, Any] | None = None
             if job_id is None:
-                # No job id: a submit still in flight, or an unclear one. The job its key
-                # made, if any, is looked up and re-attached first (charged once).
-                unclear = submit_unclear(order, settings) or order.submit_started_at is None
-                if order.status in TERMINAL_ORDER or not (
-                    unclear or settings.generation_upstream_idempotent
-                ):
+                # No job id: a submit still in flight, or an unclear one.
+                if not settings.generation_upstream_idempotent:
+                    # The refund rule: failed + refunded once its time is up, never resent.
+                    if submit_unclear(order, settings) or order.submit_started_at is None:
+                        await fail_order(s, order, UNCLEAR_SUBMIT, settings)
+                    return OrderState(order.id, order.status)
+                if order.status in TERMINAL_ORDER:
                     return OrderState(order.id, order.status)
         if job_id is None:
+            # An upstream that knows keys is asked which job this key made: found, it is
+            # re-attached (charged once) without a second POST.
             job_id = await adopt_job(self.deps, ref.order_id, key)
         if job_id is None:
             async with self.deps.db.session() as s:
                 order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
                 assert order is not None
-                if not settings.generation_upstream_idempotent:
-                    # The refund rule: failed + refunded once its time is up, never resent.
-                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
-                    return OrderState(order.id, order.status)
-                # An idempotent upstream is asked with the same key: a POST it has seen
+                # None yet: sent again with the same key; a POST the upstream has seen
                 # answers that key's job (racing the submit in flight is harmless).
                 if not await claim_submit(s, order.id, again=True):
                     return OrderState(order.id, order.status)

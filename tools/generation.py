@@ -211,15 +211,11 @@ class GenerateTool(Tool):
                 return error(reason, failed_order=order.id)
             if order.upstream_job_id or order.status == OrderStatus.SUCCEEDED:
                 return _submitted(order.id)
-            unclear = order.submit_started_at is not None and submit_unclear(order, settings)
-            if order.submit_started_at is not None and not resend and not unclear:
+            if order.submit_started_at is not None and not resend:
+                if submit_unclear(order, settings):
+                    await fail_order(s, order, UNCLEAR_SUBMIT, settings)
+                    return error(UNCLEAR_SUBMIT, failed_order=order.id)
                 return _submitted(order.id)  # another attempt is submitting; polls resolve it
-            key = order.idempotency_key
-        if unclear and not resend:
-            return await self._adopt_or_fail(order_id, key)
-        async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, order_id, with_for_update=True)
-            assert order is not None
             if not await claim_submit(s, order_id, again=resend):
                 return _submitted(order.id)
             body = job_request(order, settings, await reference_url(s, order))
@@ -234,9 +230,13 @@ class GenerateTool(Tool):
             raise
         except httpx.HTTPError as e:
             log.warning("submit of %s unclear: %r", order_id, e)
-            if resend:
-                raise  # Temporal retries the call; its next attempt sends the key again
-            return await self._adopt_or_fail(order_id, str(body["idempotency_key"]))
+            if not resend:
+                return await self.fail(order_id, UNCLEAR_SUBMIT)
+            # The job the key made is looked up and re-attached (charged once); none yet:
+            # Temporal retries the call, and its next attempt sends the key again.
+            if await adopt_job(self.deps, order_id, str(body["idempotency_key"])) is None:
+                raise
+            return _submitted(order_id)
         if settings.fault_kill_after_submit:
             os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
         if r.status_code >= 400:
@@ -244,13 +244,6 @@ class GenerateTool(Tool):
         job_id = await keep_job_id(self.deps.db, order_id, r)
         await cancel_if_cancelled(self.deps, order_id, job_id)
         return _submitted(order_id)
-
-    async def _adopt_or_fail(self, order_id: str, key: str) -> ToolResult:
-        """An unclear submit to an upstream that is not sent a key twice: the job its key
-        made is looked up and adopted (charged once); without one, the refund rule."""
-        if await adopt_job(self.deps, order_id, key) is not None:
-            return _submitted(order_id)
-        return await self.fail(order_id, UNCLEAR_SUBMIT)
 
     async def fail(self, order_id: str, reason: str) -> ToolResult:
         await fail(self.deps, order_id, reason)
