@@ -10,6 +10,7 @@ A job whose id was never stored is found again by its idempotency key and re-att
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from sqlalchemy import select
 from activities.generation import GenerationActivities
 from activities.types import OrderRef
 from lomo.db.models import Event, GenerationOrder
+from lomo.signing import SIGNATURE_HEADER, sign
 from money.catalogue import cancel_charge
 from tests.helpers import eventually
 from tests.test_money import Money, money_env
@@ -123,6 +125,37 @@ async def test_completion_delivered_right_after_the_cancel_changes_nothing(
     assert sum(a for _, a in closing) == 4 and len(closing) in (1, 2)
     assert dict(closing).get("settle", 0) == cancel_charge(4, o.progress)
     assert await money.count(Event, Event.type == "generation.completed") == 1
+    # The same completion once more, straight to the api, signed: acknowledged, unchanged.
+    late = {
+        "job_id": o.upstream_job_id,
+        "status": "succeeded",
+        "progress": 1.0,
+        "seq": 99,
+        "idempotency_key": o.idempotency_key,
+        "result_url": f"{money.settings.resolved_sim_url}/files/x.png",
+    }
+    body = json.dumps(late).encode()
+    secret = money.settings.callback_secret.get_secret_value()
+    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body)}
+    r = await money.api.post("/v1/generation/callbacks", content=body, headers=headers)
+    assert r.json() == {"ok": True, "changed": False}
+    assert await money.entries() == before
+    print(await _timeline(money, order_id))
+
+
+async def _timeline(m: Money, order_id: str) -> str:
+    """The person's events for the order and the books, in order: what a reader of
+    `GET /v1/events` saw during the race."""
+    async with m.db.session() as s:
+        rows = await s.scalars(select(Event).where(Event.user_id == m.user_id).order_by(Event.seq))
+        lines = [
+            f"{e.seq:>3} {e.type:<22} "
+            + ", ".join(f"{k}={v}" for k, v in e.data.items() if k != "order_id")
+            for e in rows
+            if e.data.get("order_id") in (order_id, None) or e.type == "budget.changed"
+        ]
+    (job,) = await m.jobs()
+    return "\n".join([*lines, f"upstream job: {job}", f"ledger: {await m.entries()}"])
 
 
 async def test_completion_delivered_right_before_the_cancel_wins(money: Money) -> None:
