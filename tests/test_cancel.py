@@ -101,6 +101,9 @@ async def test_cancel_after_start_settles_the_partial_price(money: Money) -> Non
     ]
     assert await money.account() == (2000 - charge, 0, charge, 2000)
     assert o.object_id is None
+    # The part charged counts against today's free amount; the part given back does not.
+    budget = (await money.api.get("/v1/budget", headers=money.auth)).json()
+    assert (budget["spent"], budget["daily_free_used"]) == (charge, charge)
 
 
 @pytest.mark.parametrize("faults", [{}, {"duplicate_callbacks": 3, "out_of_order": True}])
