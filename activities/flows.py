@@ -305,8 +305,8 @@ class FlowActivities:
             assert order is not None
             status, error = order.status, order.error
         version = row.version or 0
-        if status == OrderStatus.FAILED:
-            return await self._failed(inp, error or "generation failed", version)
+        if status in (OrderStatus.FAILED, OrderStatus.CANCELLED):
+            return await self._failed(inp, error or f"generation {status}", version)
         if status != OrderStatus.SUCCEEDED:
             return NodeOutcome("submitted", version, order_id=row.order_id)
         await self.gen.collect_generation(OrderRef(row.order_id))

@@ -14,7 +14,7 @@ from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
-from lomo.states import EventType, OrderStatus
+from lomo.states import TERMINAL_ORDER, EventType, OrderStatus
 from money.orders import (
     OFF_ORIGIN,
     UNCLEAR_SUBMIT,
@@ -28,6 +28,8 @@ from money.orders import (
 from tools.base import ToolDeps
 from tools.generation import (
     MEDIA,
+    adopt_job,
+    cancel_job,
     fail,
     job_request,
     keep_job_id,
@@ -66,7 +68,7 @@ class GenerationActivities:
                 raise ApplicationError(
                     f"no order {ref.order_id}", type="NotFound", non_retryable=True
                 )
-            job_id = order.upstream_job_id
+            job_id, key = order.upstream_job_id, order.idempotency_key
             body: dict[str, Any] | None = None
             if job_id is None:
                 # No job id: a submit still in flight, or an unclear one.
@@ -75,7 +77,17 @@ class GenerationActivities:
                     if submit_unclear(order, settings) or order.submit_started_at is None:
                         await fail_order(s, order, UNCLEAR_SUBMIT, settings)
                     return OrderState(order.id, order.status)
-                # An idempotent upstream is asked with the same key: a POST it has seen
+                if order.status in TERMINAL_ORDER:
+                    return OrderState(order.id, order.status)
+        if job_id is None:
+            # An upstream that knows keys is asked which job this key made: found, it is
+            # re-attached (charged once) without a second POST.
+            job_id = await adopt_job(self.deps, ref.order_id, key)
+        if job_id is None:
+            async with self.deps.db.session() as s:
+                order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
+                assert order is not None
+                # None yet: sent again with the same key; a POST the upstream has seen
                 # answers that key's job (racing the submit in flight is harmless).
                 if not await claim_submit(s, order.id, again=True):
                     return OrderState(order.id, order.status)
@@ -96,6 +108,46 @@ class GenerationActivities:
                 s, order, job["status"], float(job.get("progress", 0)), None, job, settings
             )
             return OrderState(order.id, order.status)
+
+    @activity.defn(name="cancel_generation")
+    async def cancel_generation(self, ref: OrderRef) -> OrderState:
+        """Stop an order's upstream job nobody wants any more, and end the order in the
+        state the upstream answers: cancelled (charged the catalogue's partial price of
+        the progress reached, nothing before it started), or how it had ended already.
+        Idempotent on the order: the upstream's cancel answers the same again, and
+        `record_job_state` closes an order once, whichever of this answer and the job's
+        callbacks comes first."""
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, ref.order_id)
+            if order is None:
+                raise ApplicationError(
+                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
+                )
+            if order.status in TERMINAL_ORDER:
+                return OrderState(order.id, order.status, order.object_id)
+            job_id, key = order.upstream_job_id, order.idempotency_key
+        if job_id is None:
+            # The submit's answer was lost: the job its key made is found and stopped.
+            job_id = await adopt_job(self.deps, ref.order_id, key)
+        job = await cancel_job(self.deps, job_id) if job_id else None
+        async with self.deps.db.session() as s:
+            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
+            assert order is not None
+            if job is None:
+                # Nothing upstream (never submitted, or not yet): cancelled before it
+                # started. `claim_submit` sends no submit for it now; an answer arriving
+                # late is cancelled upstream too (`cancel_if_cancelled`).
+                job = {"status": OrderStatus.CANCELLED, "progress": 0.0}
+            await record_job_state(
+                s,
+                order,
+                str(job["status"]),
+                float(job.get("progress") or 0),
+                None,
+                job,
+                self.deps.settings,
+            )
+            return OrderState(order.id, order.status, order.object_id)
 
     @activity.defn(name="collect_generation")
     async def collect_generation(self, ref: OrderRef) -> OrderState:
@@ -216,4 +268,9 @@ class GenerationActivities:
         )
 
     def all(self) -> list[Any]:
-        return [self.poll_generation, self.collect_generation, self.review_results]
+        return [
+            self.poll_generation,
+            self.cancel_generation,
+            self.collect_generation,
+            self.review_results,
+        ]

@@ -11,7 +11,9 @@ from sqlalchemy import select
 
 from lomo.db.engine import Database
 from lomo.db.models import GenerationOrder, Task
-from lomo.words import say
+from lomo.states import OrderStatus
+from lomo.words import euros, say
+from money.catalogue import cancel_charge
 
 # What a single result is called; several are results of the task.
 _KINDS = frozenset({"image", "video", "audio", "3d"})
@@ -61,3 +63,42 @@ async def result_reply(db: Database, task_id: str, order_ids: list[str]) -> dict
         "object_ids": objects,
         "by": "runtime",
     }
+
+
+async def cancel_reply(db: Database, task_id: str, order_ids: list[str]) -> dict[str, Any] | None:
+    """The `task.reply` event's data telling the person what a stop cancelled: each job
+    by what it was to make, and what it cost (nothing before it started, the partial
+    price after; a job that had finished first is charged and kept). None: nothing to say."""
+    async with db.session() as s:
+        head = (await s.execute(select(Task.language, Task.turn).where(Task.id == task_id))).first()
+        rows = (
+            await s.scalars(
+                select(GenerationOrder)
+                .where(GenerationOrder.id.in_(order_ids), GenerationOrder.task_id == task_id)
+                .order_by(GenerationOrder.created_at, GenerationOrder.id)
+            )
+        ).all()
+    if head is None:
+        return None
+    lang = str(head.language)
+    lines = [_cancel_line(o, lang) for o in rows]
+    text = " ".join(line for line in lines if line)
+    if not text:
+        return None
+    return {"task_id": task_id, "text": text, "turn": int(head.turn), "step": 0, "by": "runtime"}
+
+
+def _cancel_line(o: GenerationOrder, lang: str) -> str:
+    noun = say(f"cancel.noun.{o.kind}", lang) if o.kind in _KINDS else o.kind
+    name = work_name(str(o.params.get("prompt") or ""))
+    if o.status == OrderStatus.SUCCEEDED:
+        return say("cancel.finished", lang, noun=noun, name=name, amount=euros(o.price_cents, lang))
+    if o.status != OrderStatus.CANCELLED:
+        return ""  # failed on its own: the stop changed nothing about it
+    charge = cancel_charge(o.price_cents, o.progress)
+    if charge == 0:
+        return say("cancel.free", lang, noun=noun, name=name)
+    percent = round(o.progress * 100)
+    return say(
+        "cancel.partial", lang, noun=noun, name=name, percent=percent, amount=euros(charge, lang)
+    )

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.present import result_reply
+from activities.present import cancel_reply, result_reply
 from activities.types import (
     CardRef,
     CardState,
@@ -263,6 +263,8 @@ class RuntimeActivities:
     @activity.defn(name="set_task_status")
     async def set_task_status(self, inp: StatusInput) -> None:
         reply = await self._reply(inp) if inp.present else None
+        if inp.cancelled:
+            reply = await cancel_reply(self.db, inp.task_id, inp.cancelled)
         try:
             changed = await self.store.write_status(_change(inp, reply=reply), clock.now())
         except LookupError as e:
@@ -346,7 +348,7 @@ def _running(inp: StepInput) -> StatusChange | None:
 
 def _change(inp: StatusInput, **over: Any) -> StatusChange:
     """The storage's change for a status the workflow decided (`present` becomes `reply`)."""
-    fields = {k: v for k, v in asdict(inp).items() if k != "present"}
+    fields = {k: v for k, v in asdict(inp).items() if k not in ("present", "cancelled")}
     return StatusChange(**{**fields, **over})
 
 

@@ -28,6 +28,9 @@ class StatusInput:
     # Orders whose results the runtime presents with this status, in its transaction: the
     # reply is written only when the status changes, so a retried or late write adds none.
     present: list[str] = field(default_factory=list)
+    # Orders a stop cancelled upstream: the reply written with this status says what each
+    # cost (activities/present.py), once, like a presented result.
+    cancelled: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -146,7 +149,7 @@ class ReviewOutcome:
 @dataclass
 class OrderState:
     order_id: str
-    status: str  # created | submitted | queued | running | succeeded | failed
+    status: str  # created | submitted | queued | running | succeeded | failed | cancelled
     object_id: str | None = None  # the asset a collected result became
 
     @property

@@ -106,6 +106,11 @@ def _order_lines(data: StepData, reported: set[str]) -> tuple[list[str], list[st
         elif o.status == OrderStatus.FAILED and o.id not in reported:
             lines.append(f"[runtime] generation failed: order {o.id}: {o.error}")
             shown.append(o.id)
+        elif o.status == OrderStatus.CANCELLED:
+            # Stopped upstream on purpose: nothing to wait for, nothing to make again.
+            if o.id not in reported:
+                lines.append(f"[runtime] generation cancelled: order {o.id}")
+                shown.append(o.id)
         elif o.status != OrderStatus.FAILED and not o.object_id:
             # Succeeded but its asset not stored yet: still a job the task waits on (the
             # workflow collects it), never invisible, or the model would order it again.

@@ -74,9 +74,12 @@ class OrderStatus(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    # Stopped upstream at the platform's request (docs/architecture.md#cancelling-a-job):
+    # charged nothing before the job started, the catalogue's partial price after.
+    CANCELLED = "cancelled"
 
 
-TERMINAL_ORDER = frozenset({OrderStatus.SUCCEEDED, OrderStatus.FAILED})
+TERMINAL_ORDER = frozenset({OrderStatus.SUCCEEDED, OrderStatus.FAILED, OrderStatus.CANCELLED})
 # How far along each status is: a callback never moves an order back.
 ORDER_RANK: dict[str, int] = {
     OrderStatus.CREATED: 0,
@@ -85,6 +88,7 @@ ORDER_RANK: dict[str, int] = {
     OrderStatus.RUNNING: 3,
     OrderStatus.SUCCEEDED: 4,
     OrderStatus.FAILED: 4,
+    OrderStatus.CANCELLED: 4,
 }
 
 

@@ -6,6 +6,7 @@ capability questions from it. Prices are in cents.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,15 @@ CATALOGUE: dict[str, ModelSpec] = {
     )
 }
 DEFAULT_MODEL = {m.kind: m.name for m in reversed(list(CATALOGUE.values()))}
+
+
+def cancel_charge(price_cents: int, progress: float) -> int:
+    """What a cancelled job costs (docs/architecture.md#cancelling-a-job): nothing before
+    the upstream started it (progress 0), else the share of the price its progress
+    reached, rounded up to whole cents and never more than the price."""
+    if progress <= 0:
+        return 0
+    return min(price_cents, max(1, math.ceil(price_cents * min(progress, 1.0))))
 
 
 def catalogue_text() -> str:

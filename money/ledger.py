@@ -24,6 +24,7 @@ from lomo.db.models import GenerationOrder
 from lomo.events import append_event
 from lomo.states import TERMINAL_ORDER, EventType, OrderStatus
 from lomo.telemetry import MONEY_CENTS
+from money.catalogue import cancel_charge
 from money.models import Account, LedgerEntry
 
 INITIAL_KEY = "initial-credit"
@@ -175,7 +176,8 @@ async def _order_entry(s: AsyncSession, order: GenerationOrder, kind: str) -> Le
 async def close_reservation(
     s: AsyncSession, order: GenerationOrder, initial: int
 ) -> LedgerEntry | None:
-    """Settle a succeeded order, refund a failed one; exactly once per order."""
+    """Settle a succeeded order, refund a failed one, settle a cancelled one's partial
+    price and refund the rest; exactly once per order."""
     acc = await lock_account(s, order.workspace_id, initial)
     reserved = await _order_entry(s, order, "reserve")
     if reserved is None:
@@ -191,6 +193,8 @@ async def close_reservation(
     )
     if closed:
         return None
+    if order.status == OrderStatus.CANCELLED:
+        return await _close_cancelled(s, acc, order, reserved.amount_cents)
     kind = "settle" if order.status == OrderStatus.SUCCEEDED else "refund"
     return await _entry(
         s,
@@ -201,6 +205,29 @@ async def close_reservation(
         order_id=order.id,
         task_id=order.task_id,
     )
+
+
+async def _close_cancelled(
+    s: AsyncSession, acc: Account, order: GenerationOrder, reserved: int
+) -> LedgerEntry | None:
+    """A cancelled order settles the catalogue's partial price of the progress it reached
+    (nothing before it started) and gives back the rest of its reservation; both entries
+    in one transaction, so the order is closed whole or not at all."""
+    charge = min(reserved, cancel_charge(order.price_cents, order.progress))
+    first: LedgerEntry | None = None
+    for kind, amount in (("settle", charge), ("refund", reserved - charge)):
+        if amount > 0:
+            e = await _entry(
+                s,
+                acc,
+                kind,
+                amount,
+                order.idempotency_key,
+                order_id=order.id,
+                task_id=order.task_id,
+            )
+            first = first or e
+    return first
 
 
 async def reverse_settlement(
@@ -252,16 +279,25 @@ async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
         problems.append(f"negative total: {acc.__dict__}")
     entries = list(await s.scalars(select(LedgerEntry).where(LedgerEntry.user_id == user_id)))
     by_key: dict[str, set[str]] = {}
+    amounts: dict[tuple[str, str], int] = {}
     for e in entries:
         by_key.setdefault(e.key, set()).add(e.kind)
+        amounts[e.key, e.kind] = e.amount_cents
+    orders = list(
+        await s.scalars(select(GenerationOrder).where(GenerationOrder.workspace_id == user_id))
+    )
+    # A cancelled order may settle a part and refund the rest; together, its reservation.
+    cancelled = {o.idempotency_key for o in orders if o.status == OrderStatus.CANCELLED}
     for key, kinds in by_key.items():
-        if {"settle", "refund"} <= kinds:
+        closed = amounts.get((key, "settle"), 0) + amounts.get((key, "refund"), 0)
+        if {"settle", "refund"} <= kinds and key not in cancelled:
             problems.append(f"{key} both settled and refunded")
+        if kinds & {"settle", "refund"} and closed != amounts.get((key, "reserve"), closed):
+            problems.append(f"{key} closed for {closed}, not its reservation")
         if kinds & {"settle", "refund"} and "reserve" not in kinds:
             problems.append(f"{key} closed without a reservation")
         if "reverse" in kinds and "settle" not in kinds:
             problems.append(f"{key} reversed without a settlement")
-    orders = await s.scalars(select(GenerationOrder).where(GenerationOrder.workspace_id == user_id))
     for o in orders:
         kinds = by_key.get(o.idempotency_key, set())
         if "reserve" not in kinds and o.price_cents:
@@ -270,6 +306,8 @@ async def ledger_problems(s: AsyncSession, user_id: str) -> list[str]:
             problems.append(f"order {o.id} succeeded but not settled")
         if o.status == OrderStatus.FAILED and "refund" not in kinds:
             problems.append(f"order {o.id} failed but not refunded")
+        if o.status == OrderStatus.CANCELLED and o.price_cents and not kinds & {"settle", "refund"}:
+            problems.append(f"order {o.id} cancelled but its reservation not closed")
         if o.status not in TERMINAL_ORDER and kinds & {"settle", "refund"}:
             problems.append(f"order {o.id} open but its reservation is closed")
     return problems

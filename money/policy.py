@@ -78,10 +78,11 @@ async def put_budget_settings(
 async def _unrefunded_reserves(
     s: AsyncSession, user_id: str, grant: str, *conditions: ColumnElement[bool]
 ) -> int:
-    """Cents reserved under `grant` (and `conditions`) whose reservation was not refunded."""
+    """Cents reserved under `grant` (and `conditions`), less what was given back of them."""
     refund = LedgerEntry.__table__.alias("refund")
+    kept = LedgerEntry.amount_cents - func.coalesce(refund.c.amount_cents, 0)
     used = await s.scalar(
-        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
+        select(func.coalesce(func.sum(kept), 0))
         .select_from(LedgerEntry)
         .outerjoin(
             refund,
@@ -89,7 +90,9 @@ async def _unrefunded_reserves(
                 refund.c.user_id == LedgerEntry.user_id,
                 refund.c.key == LedgerEntry.key,
                 # A refund of a failed order, or the reversal of a settled one whose
-                # result was unusable: either way the person got nothing for it.
+                # result was unusable: either way the person got nothing for it. A
+                # cancelled order's refund is the part beyond its partial price (at most
+                # one of these per key).
                 refund.c.kind.in_(("refund", "reverse")),
             ),
         )
@@ -97,7 +100,6 @@ async def _unrefunded_reserves(
             LedgerEntry.user_id == user_id,
             LedgerEntry.kind == "reserve",
             LedgerEntry.grant == grant,
-            refund.c.id.is_(None),
             *conditions,
         )
     )

@@ -37,7 +37,11 @@ from sim.payments import Payments, payments_router
 logger = logging.getLogger(__name__)
 
 Kind = Literal["image", "video", "audio", "3d"]
-TERMINAL = ("succeeded", "failed")
+TERMINAL = ("succeeded", "failed", "cancelled")
+# How a completion races a cancel (the `cancel_race` fault): the job ends just before the
+# cancel is handled (the cancel then finds it done), or its completion event was already
+# on its way and is delivered after the cancel's answer.
+CancelRace = Literal["", "complete_before", "complete_after"]
 BASE_LATENCY_S: dict[str, float] = {"image": 2.0, "video": 5.0, "audio": 3.0, "3d": 4.0}
 PROGRESS_STEPS = (0.25, 0.5, 0.75)
 
@@ -65,6 +69,7 @@ class Faults(BaseModel):
     ignore_brief_jobs: int = Field(default=0, ge=0, le=100)
     # Payments stay pending until `POST /payments/{id}/complete` (sim/payments.py).
     hold_payments: bool = False
+    cancel_race: CancelRace = ""
 
 
 class FaultsUpdate(BaseModel):
@@ -80,6 +85,7 @@ class FaultsUpdate(BaseModel):
     result_content_type: str | None = None
     ignore_brief_jobs: int | None = Field(default=None, ge=0, le=100)
     hold_payments: bool | None = None
+    cancel_race: CancelRace | None = None
 
 
 def _error(status: int, error: str, detail: Any) -> JSONResponse:
@@ -110,6 +116,9 @@ class Simulator:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.by_key: dict[str, str] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        self.running: dict[str, asyncio.Task[None]] = {}
+        # Progress events the out_of_order fault holds back, per job.
+        self.held: dict[str, list[dict[str, Any]]] = {}
         self.client: httpx.AsyncClient | None = None
         self._load()
 
@@ -149,7 +158,9 @@ class Simulator:
     def start(self, job_id: str) -> None:
         task = asyncio.create_task(self._run(job_id), name=f"sim-job-{job_id}")
         self.tasks.add(task)
+        self.running[job_id] = task
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(lambda _: self.running.pop(job_id, None))
 
     def resume_unfinished(self) -> None:
         for job in self.jobs.values():
@@ -197,7 +208,7 @@ class Simulator:
 
     async def _run(self, job_id: str) -> None:
         job = self.jobs[job_id]
-        held: list[dict[str, Any]] = []  # progress events delayed by the out_of_order fault
+        held = self.held.setdefault(job_id, [])  # delayed by the out_of_order fault
         step = BASE_LATENCY_S[job["kind"]] * self.speed * self.faults.latency_scale / 4
         await asyncio.sleep(step)
         for p in PROGRESS_STEPS:
@@ -210,6 +221,12 @@ class Simulator:
             if p != PROGRESS_STEPS[-1]:
                 await asyncio.sleep(step)
         await asyncio.sleep(step)
+        await self._finish(job)
+
+    async def _finish(self, job: dict[str, Any]) -> None:
+        """The job's end: its result (or failure), then its terminal event, then any
+        progress events held back, shuffled."""
+        job_id = job["job_id"]
         # Seeded per job id so a given job's fate is reproducible.
         if random.Random(job_id).random() < self.faults.fail_rate:
             self._update(job, status="failed", error="simulated failure (fail_rate)")
@@ -222,6 +239,8 @@ class Simulator:
                 path = await asyncio.to_thread(
                     render.render, job["kind"], params, self.files_dir, job_id
                 )
+                if job["status"] == "cancelled":
+                    return  # cancelled while it rendered: the picture is not delivered
                 url = f"{job['base_url']}/files/{path.name}"
                 self._update(
                     job, status="succeeded", progress=1.0, result_url=url, result_file=path.name
@@ -230,11 +249,53 @@ class Simulator:
                 logger.exception("render failed for job %s", job_id)
                 self._update(job, status="failed", error=f"render error: {exc}")
         await self._deliver(job, self._event(job))
-        if held:
-            # Stale progress arrives after the terminal event, in shuffled order.
-            random.Random(f"{job_id}-order").shuffle(held)
-            for event in held:
-                await self._deliver(job, event)
+        await self._deliver_held(job)
+
+    async def _deliver_held(self, job: dict[str, Any]) -> None:
+        held = self.held.pop(job["job_id"], [])
+        # Stale progress arrives after the terminal event, in shuffled order.
+        random.Random(f"{job['job_id']}-order").shuffle(held)
+        for event in held:
+            await self._deliver(job, event)
+
+    async def cancel(self, job_id: str) -> dict[str, Any] | None:
+        """Stop a job: one not started yet (queued, progress 0) costs nothing, one started
+        the catalogue's partial price of the progress it reached (the platform's catalogue
+        turns the progress answered here into cents). A finished job stays as it ended:
+        the answer is its state. Asked again, the same answer."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return None
+        if job["status"] in TERMINAL:
+            return job
+        task = self.running.pop(job_id, None)
+        if task is not None:
+            task.cancel()
+        if self.faults.cancel_race == "complete_before":
+            await self._finish(job)  # done just before the cancel is handled
+            return job
+        self._update(job, status="cancelled")
+        event = self._event(job)
+        late: dict[str, Any] | None = None
+        if self.faults.cancel_race == "complete_after":
+            # Its completion was already on its way: delivered after the cancel's answer.
+            late = {**event, "status": "succeeded", "progress": 1.0, "seq": event["seq"] + 1}
+            late["result_url"] = f"{job['base_url']}/files/{job_id}.png"
+        self._spawn(self._after_cancel(job, event, late), f"sim-cancel-{job_id}")
+        return job
+
+    async def _after_cancel(
+        self, job: dict[str, Any], event: dict[str, Any], late: dict[str, Any] | None
+    ) -> None:
+        await self._deliver(job, event)
+        await self._deliver_held(job)
+        if late is not None:
+            await self._deliver(job, late)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def _update(self, job: dict[str, Any], **changes: Any) -> None:
         job.update(changes)
@@ -271,7 +332,8 @@ class Simulator:
 
 def _bearer(token: str) -> Any:
     """A dependency refusing a request without ``Authorization: Bearer <token>``: fault
-    injection and the job listing are the operator's, not the generation client's."""
+    injection, the job listing and lookup, and cancelling a job take the account's key
+    (one person's cancel must not stop anyone else's job by guessing its id)."""
 
     def check(request: Request) -> None:
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
@@ -311,9 +373,24 @@ def _jobs_router(sim: Simulator, operator: list[Any]) -> APIRouter:
         return {"job_id": job_id}
 
     @router.get("/jobs", dependencies=operator)
-    async def list_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
+    async def list_jobs(
+        request: Request, idempotency_key: str | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """All jobs, or the one a key created: a client whose submit's answer was lost
+        finds its job again here instead of creating another."""
         base = str(request.base_url)
-        return {"jobs": [_public(j, base) for j in sim.jobs.values()]}
+        jobs = sim.jobs.values()
+        if idempotency_key is not None:
+            found = sim.by_key.get(idempotency_key)
+            jobs = [sim.jobs[found]] if found else []  # type: ignore[assignment]
+        return {"jobs": [_public(j, base) for j in jobs]}
+
+    @router.post("/jobs/{job_id}/cancel", response_model=None, dependencies=operator)
+    async def cancel_job(job_id: str, request: Request) -> dict[str, Any] | JSONResponse:
+        job = await sim.cancel(job_id)
+        if job is None:
+            return _error(404, "not_found", f"no job {job_id}")
+        return {**_public(job, str(request.base_url)), "seq": job["seq"]}
 
     @router.get("/jobs/{job_id}", response_model=None)
     async def get_job(job_id: str, request: Request) -> dict[str, Any] | JSONResponse:

@@ -14,7 +14,8 @@ from temporalio.client import Client
 
 from llm.types import ModelResponse, ToolUseBlock, Usage
 from lomo.db.engine import Database
-from lomo.db.models import Card, GenerationOrder
+from lomo.db.models import Card, Event, GenerationOrder
+from money.catalogue import cancel_charge
 from money.ledger import ledger_problems
 from money.models import Approval, LedgerEntry
 from standin.scripted import ScriptedProvider
@@ -127,30 +128,27 @@ async def test_poster_plan_budget_end_to_end(
         assert provider.remaining == 0
 
 
-@pytest.mark.parametrize(
-    ("fail_rate", "final", "entry"), [(0.0, "succeeded", "settle"), (1.0, "failed", "refund")]
-)
-async def test_a_stopped_task_still_settles_its_job_once_and_is_not_woken(
+@pytest.mark.parametrize("started", [False, True], ids=["before_start", "after_start"])
+async def test_a_stopped_task_cancels_its_job_and_says_what_it_cost(
     tmp_path: Path,
     db_url: str,
     temporal_server: str,
     temporal_client: Client,
     task_queue: str,
-    fail_rate: float,
-    final: str,
-    entry: str,
+    started: bool,
 ) -> None:
+    """The person stops a task while its picture is being made: the job is cancelled
+    upstream, charged nothing before it started (the catalogue's partial price after),
+    the task is not woken, and its reply says what was cancelled and what it cost."""
     provider = ScriptedProvider(
         [_tools(("generate_image", {"prompt": "poster"})), text("Generating.")]
     )
     async with running_stack(
         tmp_path, db_url, temporal_server, temporal_client, task_queue, provider=provider
     ) as st:
-        # ~4 s job, with duplicated callbacks on top.
-        await st.sim.post(
-            "/sim/faults",
-            json={"latency_scale": 40, "fail_rate": fail_rate, "duplicate_callbacks": 3},
-        )
+        # A slow job (about 10 s per step before it starts, 1 s after), duplicated callbacks.
+        scale = 40 if started else 400
+        await st.sim.post("/sim/faults", json={"latency_scale": scale, "duplicate_callbacks": 3})
         task_id, handle = await start_task(
             temporal_client,
             st.db,
@@ -161,30 +159,46 @@ async def test_a_stopped_task_still_settles_its_job_once_and_is_not_woken(
             generation_wait_seconds=1,
         )
         await eventually(lambda: _status(st, task_id, "waiting_generation"), within=60)
+        if started:
+            await eventually(lambda: _progress(st), within=60, interval=0.05)
         assert (await st.api.post(f"/v1/tasks/{task_id}/stop", headers=st.auth)).status_code == 200
-
-        async def ended() -> GenerationOrder | None:
-            async with st.db.session() as s:
-                o = await s.scalar(select(GenerationOrder))
-                done = o is not None and o.status == final
-                return o if done and (o.object_id or final == "failed") else None
-
-        order = await eventually(ended, within=60)
         assert await handle.result() == "stopped"
         await asyncio.sleep(1.0)  # late duplicates land; nothing may change any more
         async with st.db.session() as s:
             assert await ledger_problems(s, st.user_id) == []
-            kinds = list(
-                await s.scalars(
-                    select(LedgerEntry.kind)
+            order = await s.scalar(select(GenerationOrder))
+            entries = list(
+                await s.execute(
+                    select(LedgerEntry.kind, LedgerEntry.amount_cents)
                     .where(LedgerEntry.user_id == st.user_id)
                     .order_by(LedgerEntry.id)
                 )
             )
-        assert kinds == ["deposit", "reserve", entry]
+            replies = list(
+                await s.scalars(
+                    select(Event.data).where(
+                        Event.user_id == st.user_id, Event.type == "task.reply"
+                    )
+                )
+            )
+        assert order is not None and order.status == "cancelled" and order.object_id is None
+        charge = cancel_charge(4, order.progress)
+        closing = [("settle", charge), ("refund", 4 - charge)] if started else [("refund", 4)]
+        assert [tuple(e) for e in entries] == [("deposit", 2000), ("reserve", 4), *closing]
+        (job,) = (await st.sim.get("/jobs")).json()["jobs"]
+        assert job["status"] == "cancelled"
+        budget = (await st.api.get("/v1/budget", headers=st.auth)).json()
+        assert (budget["spent"], budget["reserved"]) == (charge, 0)
         assert len(provider.requests) == 2  # the stopped task was not woken
-        assert len((await st.sim.get("/jobs")).json()["jobs"]) == 1
         t = (await st.api.get(f"/v1/tasks/{task_id}", headers=st.auth)).json()
-        assert t["status"] == "stopped"
-        if final == "succeeded":
-            assert t["artifacts"] == [order.object_id]  # the asset is kept
+        assert t["status"] == "stopped" and t["artifacts"] == []
+        said = [r["text"] for r in replies if r.get("by") == "runtime"]
+        word = "before it started" if not started else "EUR charged"
+        assert len(said) == 1 and "Cancelled the image" in said[0] and word in said[0], said
+        print(f"ledger after the stop: {entries}; reply: {said[0]!r}")
+
+
+async def _progress(st: Any) -> bool:
+    async with st.db.session() as s:
+        o = await s.scalar(select(GenerationOrder))
+        return o is not None and o.progress > 0

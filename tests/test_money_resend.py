@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 from activities.generation import GenerationActivities
@@ -127,8 +128,13 @@ async def test_submit_timeout_is_sent_again_with_the_key_and_the_job_adopted(
         "/sim/faults", json={"submit_timeout_after_create": True, "submit_timeout_seconds": 3}
     )
     ctx = money.ctx()
+    # The lookup by key is refused (a wrong account key), so the job is not found at once:
+    # the attempt raises and Temporal retries the call (found: tests/test_cancel.py).
+    real = money.settings
+    money.settings = real.model_copy(update={"sim_token": SecretStr("wrong")})
     with pytest.raises(httpx.TimeoutException):
         await money.image(ctx)  # unclear: the attempt raises, Temporal retries the call
+    money.settings = real
 
     # The job's signed report names the order by its key: the order adopts the job from
     # it before the call's next attempt, instead of waiting for that attempt or a poll.

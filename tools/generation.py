@@ -206,8 +206,9 @@ class GenerateTool(Tool):
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, order_id, with_for_update=True)
             assert order is not None
-            if order.status == OrderStatus.FAILED:
-                return error(order.error or "generation failed", failed_order=order.id)
+            if order.status in (OrderStatus.FAILED, OrderStatus.CANCELLED):
+                reason = order.error or f"generation {order.status}"
+                return error(reason, failed_order=order.id)
             if order.upstream_job_id or order.status == OrderStatus.SUCCEEDED:
                 return _submitted(order.id)
             if order.submit_started_at is not None and not resend:
@@ -229,14 +230,19 @@ class GenerateTool(Tool):
             raise
         except httpx.HTTPError as e:
             log.warning("submit of %s unclear: %r", order_id, e)
-            if resend:
-                raise  # Temporal retries the call; its next attempt sends the key again
-            return await self.fail(order_id, UNCLEAR_SUBMIT)
+            if not resend:
+                return await self.fail(order_id, UNCLEAR_SUBMIT)
+            # The job the key made is looked up and re-attached (charged once); none yet:
+            # Temporal retries the call, and its next attempt sends the key again.
+            if await adopt_job(self.deps, order_id, str(body["idempotency_key"])) is None:
+                raise
+            return _submitted(order_id)
         if settings.fault_kill_after_submit:
             os._exit(137)  # TEST-ONLY (LOMO_FAULT_KILL_AFTER_SUBMIT): die before persisting
         if r.status_code >= 400:
             return await self.fail(order_id, refused(r))
-        await keep_job_id(self.deps.db, order_id, r)
+        job_id = await keep_job_id(self.deps.db, order_id, r)
+        await cancel_if_cancelled(self.deps, order_id, job_id)
         return _submitted(order_id)
 
     async def fail(self, order_id: str, reason: str) -> ToolResult:
@@ -277,6 +283,37 @@ async def post_job(deps: ToolDeps, body: dict[str, Any]) -> httpx.Response:
         json=body,
         timeout=settings.generation_submit_timeout_seconds,
     )
+
+
+def _account(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.sim_token.get_secret_value()}"}
+
+
+async def cancel_job(deps: ToolDeps, job_id: str) -> dict[str, Any] | None:
+    """Ask the upstream to stop a job; its answer is the job's state after it (cancelled,
+    or how it had ended already). None: the upstream knows no such job."""
+    settings = deps.settings
+    r = await deps.http.post(
+        f"{settings.resolved_sim_url}/jobs/{job_id}/cancel", headers=_account(settings)
+    )
+    if r.status_code == 404:
+        return None
+    r.raise_for_status()
+    return dict(r.json())
+
+
+async def find_job(deps: ToolDeps, key: str) -> dict[str, Any] | None:
+    """The job the upstream made for this idempotency key, if any: a submit whose answer
+    was lost is found again here, not sent a second time."""
+    settings = deps.settings
+    r = await deps.http.get(
+        f"{settings.resolved_sim_url}/jobs",
+        params={"idempotency_key": key},
+        headers=_account(settings),
+    )
+    r.raise_for_status()
+    jobs = r.json().get("jobs") or []
+    return dict(jobs[0]) if jobs else None
 
 
 def refused(r: httpx.Response) -> str:
@@ -324,6 +361,33 @@ async def _persist_job_id(db: Database, order_id: str, job_id: str) -> None:
             log.warning("job id %s of %s not stored yet, retrying: %r", job_id, order_id, e)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)  # land soon after the DB is back
+
+
+async def adopt_job(deps: ToolDeps, order_id: str, key: str) -> str | None:
+    """Re-attach the upstream job made for this key to its order (its id was never
+    stored); None when the upstream has none, or cannot be asked now."""
+    try:
+        job = await find_job(deps, key)
+    except httpx.HTTPError as e:
+        log.warning("lookup of %s by its key failed: %r", order_id, e)
+        return None
+    if job is None:
+        return None
+    job_id = str(job["job_id"])
+    await asyncio.shield(asyncio.ensure_future(_persist_job_id(deps.db, order_id, job_id)))
+    await cancel_if_cancelled(deps, order_id, job_id)
+    return job_id
+
+
+async def cancel_if_cancelled(deps: ToolDeps, order_id: str, job_id: str) -> None:
+    """A job whose id arrived after its order was cancelled (the submit's answer came
+    late) is stopped too: nobody wants its result."""
+    async with deps.db.session() as s:
+        status = await s.scalar(
+            select(GenerationOrder.status).where(GenerationOrder.id == order_id)
+        )
+    if status == OrderStatus.CANCELLED:
+        await cancel_job(deps, job_id)
 
 
 async def submit_order(deps: ToolDeps, order_id: str) -> ToolResult:

@@ -68,6 +68,8 @@ MODEL_TIMEOUT = timedelta(minutes=5)
 TOOL_TIMEOUT = timedelta(minutes=2)
 # Call statuses that park the call on a card: the same call runs again once it is answered.
 PARKED_CALLS = ("needs_confirmation", "needs_credit")
+# The patch that stops a closed task's running jobs upstream instead of waiting for them.
+CANCEL_ON_STOP = "cancel-jobs-on-stop"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 # Early job ends kept at once: a turn places a handful of orders, not dozens.
@@ -603,18 +605,47 @@ class TaskWorkflow:
 
     async def _finish(self, status: TaskStatus) -> str:
         s = self.state
+        cancelled: list[str] = []
+        if status != TaskStatus.COMPLETED and workflow.patched(CANCEL_ON_STOP):
+            # The person closed the task: nobody wants its running jobs' results.
+            cancelled = await self._cancel_open_orders()
         if status != s.status:
             reason = say("task.stopped_by_person") if status == TaskStatus.STOPPED else ""
-            await self._set_status(status, reason)
-        # Upstream jobs cannot be cancelled: let them end, keep the asset, wake nothing.
+            await self._set_status(status, reason, cancelled=cancelled)
+        # Jobs that ended first (and, before the patch, every job): let them end, keep the
+        # asset, wake nothing.
         for order_id in ts.uncollected(s):
             await self._wait_terminal(order_id, honour_stop=False)
             await self._collect(order_id)
         return status
 
+    async def _cancel_open_orders(self) -> list[str]:
+        """Cancel the jobs still running upstream, in parallel; each order ends in the
+        state the upstream answers (cancelled, or how it had ended already)."""
+        s = self.state
+        open_ids = ts.open_orders(s)
+        states = await asyncio.gather(
+            *(
+                workflow.execute_activity_method(
+                    GenerationActivities.cancel_generation,
+                    OrderRef(order_id),
+                    start_to_close_timeout=TOOL_TIMEOUT,
+                    retry_policy=RETRY,
+                )
+                for order_id in open_ids
+            )
+        )
+        for st in states:
+            s.waiting[st.order_id] = st.status
+        return open_ids
+
     # --- status writes and short DB activities ------------------------------------------
     async def _set_status(
-        self, status: TaskStatus, reason: str = "", waiting: bool = False
+        self,
+        status: TaskStatus,
+        reason: str = "",
+        waiting: bool = False,
+        cancelled: list[str] | None = None,
     ) -> None:
         s = self.state
         self._upsert(status, waiting)
@@ -624,7 +655,13 @@ class TaskWorkflow:
         await self._db_activity(
             RuntimeActivities.set_task_status,
             StatusInput(
-                s.inp.task_id, status, reason, s.kind, fence=self._fence(), present=present
+                s.inp.task_id,
+                status,
+                reason,
+                s.kind,
+                fence=self._fence(),
+                present=present,
+                cancelled=cancelled or [],
             ),
         )
 

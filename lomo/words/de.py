@@ -23,6 +23,16 @@ WORDS: dict[str, str] = {
     "present.audio": "Hier ist dein Audioclip „{name}“.",
     "present.3d": "Hier ist dein 3D-Modell „{name}“.",
     "present.many": "Hier sind deine Ergebnisse für „{name}“.",
+    # Abgebrochene Aufträge (docs/architecture.md#cancelling-a-job)
+    "cancel.noun.image": "Bild",
+    "cancel.noun.video": "Video",
+    "cancel.noun.audio": "Audioclip",
+    "cancel.noun.3d": "3D-Modell",
+    "cancel.free": "Abgebrochen: {noun} „{name}“, bevor es begonnen hatte; nichts wurde berechnet.",
+    "cancel.partial": "Abgebrochen: {noun} „{name}“ bei {percent} %; {amount} EUR für den "
+    "schon gemachten Teil berechnet.",
+    "cancel.finished": "{noun} „{name}“ war schon fertig, bevor es abgebrochen werden "
+    "konnte: {amount} EUR berechnet, es bleibt bei den Ergebnissen dieser Aufgabe.",
     # Runtime
     "runtime.checkpoint": "Bitte bestätigen: {item}",
     "runtime.yes": "Ja",

@@ -23,6 +23,16 @@ WORDS: dict[str, str] = {
     "present.audio": "Here is your audio clip “{name}”.",
     "present.3d": "Here is your 3D model “{name}”.",
     "present.many": "Here are your results for “{name}”.",
+    # Cancelled jobs (docs/architecture.md#cancelling-a-job)
+    "cancel.noun.image": "image",
+    "cancel.noun.video": "video",
+    "cancel.noun.audio": "audio clip",
+    "cancel.noun.3d": "3D model",
+    "cancel.free": "Cancelled the {noun} “{name}” before it started: nothing was charged.",
+    "cancel.partial": "Cancelled the {noun} “{name}” at {percent} %: {amount} EUR charged "
+    "for the part already made.",
+    "cancel.finished": "The {noun} “{name}” was finished before it could be cancelled: "
+    "{amount} EUR charged, and it is kept with this task's results.",
     # Runtime
     "runtime.checkpoint": "Please confirm: {item}",
     "runtime.yes": "Yes",
