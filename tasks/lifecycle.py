@@ -13,7 +13,7 @@ from lomo.db.models import MessageRow, Task
 from lomo.errors import NotFound
 from lomo.events import append_event
 from lomo.ids import new_id
-from lomo.states import CLOSED_TASK, TaskKind, TaskStatus
+from lomo.states import CLOSED_TASK, EventType, TaskKind, TaskStatus
 
 # A finished task takes a follow-up by being started again in place (the main thread does
 # that); the closed statuses end the task for good until the person reopens it.
@@ -66,14 +66,22 @@ async def create_task(
     await s.flush()
     if prepare is not None:
         await prepare(task)
-    await append_event(s, user_id, "task.created", {"task_id": task.id, "kind": kind})
+    await append_event(s, user_id, EventType.TASK_CREATED, {"task_id": task.id, "kind": kind})
     return task
 
 
 async def promote(s: AsyncSession, task: Task) -> None:
     """Lightweight → persistent: the task shows in the task list from now on."""
     task.kind = TaskKind.PERSISTENT
-    await append_event(s, task.user_id, "task.promoted", {"task_id": task.id})
+    await append_event(s, task.user_id, EventType.TASK_PROMOTED, {"task_id": task.id})
+
+
+async def archive_ended(s: AsyncSession, task: Task) -> None:
+    """Archive a task whose workflow has ended (nothing runs to write the status)."""
+    task.status, task.status_reason = TaskStatus.ARCHIVED, f"archived after {task.status}"
+    await append_event(
+        s, task.user_id, EventType.TASK_STATUS, {"task_id": task.id, "status": task.status}
+    )
 
 
 def reopen(task: Task, now: datetime) -> bool:

@@ -21,16 +21,9 @@ from lomo.db.engine import Database
 from lomo.db.models import Card, ChecklistItem, ModelStep, Task, TaskObject
 from lomo.db.pages import Page, by_creation
 from lomo.errors import Conflict, NotFound
-from lomo.events import append_event
-from lomo.states import TERMINAL_TASK, EventType, TaskKind, TaskStatus
-
-
-async def own_task(s: AsyncSession, user_id: str, task_id: str) -> Task:
-    """The person's task; another person's is as unknown as a made-up id."""
-    t = await s.get(Task, task_id)
-    if t is None or t.user_id != user_id:
-        raise NotFound(f"no task {task_id}")
-    return t
+from lomo.states import TERMINAL_TASK, TaskKind, TaskStatus
+from tasks.lifecycle import archive_ended, own_task
+from tasks.lifecycle import promote as promote_task_row
 
 
 async def task_detail(s: AsyncSession, user_id: str, task_id: str) -> TaskView:
@@ -166,13 +159,7 @@ async def archive(db: Database, temporal: Client, user_id: str, task_id: str) ->
         async with db.session() as s:
             t = await s.get(Task, task_id, with_for_update=True)
             assert t is not None
-            t.status, t.status_reason = TaskStatus.ARCHIVED, f"archived after {t.status}"
-            await append_event(
-                s,
-                user_id,
-                EventType.TASK_STATUS,
-                {"task_id": task_id, "status": TaskStatus.ARCHIVED},
-            )
+            await archive_ended(s, t)
     return await read_task(db, user_id, task_id)
 
 
@@ -187,6 +174,5 @@ async def promote(db: Database, temporal: Client, user_id: str, task_id: str) ->
     async with db.session() as s:  # the workflow's own status write carries the kind too
         t = await s.get(Task, task_id, with_for_update=True)
         assert t is not None
-        t.kind = TaskKind.PERSISTENT
-        await append_event(s, user_id, EventType.TASK_PROMOTED, {"task_id": task_id})
+        await promote_task_row(s, t)
     return await read_task(db, user_id, task_id)
