@@ -14,6 +14,7 @@ from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
+from lomo.heartbeat import heartbeating
 from lomo.states import EventType, OrderStatus
 from money.orders import (
     OFF_ORIGIN,
@@ -59,6 +60,12 @@ class GenerationActivities:
 
     @activity.defn(name="poll_generation")
     async def poll_generation(self, ref: OrderRef) -> OrderState:
+        # The poll may POST a submit again and waits on the upstream: a worker that dies
+        # meanwhile loses its lease after the heartbeat timeout, not the whole timeout.
+        async with heartbeating():
+            return await self._poll(ref)
+
+    async def _poll(self, ref: OrderRef) -> OrderState:
         settings = self.deps.settings
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
@@ -99,7 +106,13 @@ class GenerationActivities:
 
     @activity.defn(name="collect_generation")
     async def collect_generation(self, ref: OrderRef) -> OrderState:
-        """Turn a finished job into a workspace asset, once (idempotent on the order)."""
+        """Turn a finished job into a workspace asset, once (idempotent on the order).
+        The download can be long: the attempt heartbeats, so a dead worker's collection is
+        taken over after the heartbeat timeout."""
+        async with heartbeating():
+            return await self._collect(ref)
+
+    async def _collect(self, ref: OrderRef) -> OrderState:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             if order is None:
@@ -113,6 +126,8 @@ class GenerationActivities:
             # Recorded successes are checked already; an older row is not followed either.
             await self._refuse(ref.order_id, OFF_ORIGIN)
         assert url is not None
+        if self.deps.settings.fault_hang_in_collect:
+            await asyncio.sleep(3600)  # TEST-ONLY (LOMO_FAULT_HANG_IN_COLLECT): a test kills us
         data = await self._download(ref.order_id, url)
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
@@ -151,10 +166,11 @@ class GenerationActivities:
         brightness, size) against its prompt's words, and against the picture it revised
         when it names one. Read-only: the same bytes give the same verdict on a retry."""
         misses: dict[str, list[str]] = {}
-        for order_id in inp.order_ids:
-            off = await self._review(inp.task_id, order_id)
-            if off:
-                misses[order_id] = off
+        async with heartbeating():  # decoding several large pictures takes a while
+            for order_id in inp.order_ids:
+                off = await self._review(inp.task_id, order_id)
+                if off:
+                    misses[order_id] = off
         return ReviewOutcome(misses)
 
     async def _review(self, task_id: str, order_id: str) -> list[str]:

@@ -146,6 +146,9 @@ class Settings(BaseSettings):
     # TEST-ONLY fault hook: the worker exits (os._exit(137)) right after the upstream POST
     # returns, before the job id is persisted. Never set it outside tests.
     fault_kill_after_submit: bool = False
+    # TEST-ONLY fault hook: `collect_generation` hangs (heartbeating) before its download,
+    # so a test can kill the worker mid-collection. Never set it outside tests.
+    fault_hang_in_collect: bool = False
     # TEST-ONLY fault hook: while this file exists, a starting worker exits at once (code 3),
     # so a test can put `lomo up` into a crash loop. Never set it outside tests.
     fault_worker_exit_file: Path | None = None

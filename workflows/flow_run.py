@@ -187,6 +187,7 @@ class FlowRunWorkflow:
                     GenerationActivities.poll_generation,
                     OrderRef(order_id),
                     start_to_close_timeout=NODE_TIMEOUT,
+                    heartbeat_timeout=timedelta(seconds=plan.heartbeat_timeout_seconds),
                     retry_policy=RETRY,
                 )
                 if self.orders[order_id] not in TERMINAL_ORDER:

@@ -513,6 +513,7 @@ class TaskWorkflow:
                     GenerationActivities.poll_generation,
                     OrderRef(order_id),
                     start_to_close_timeout=TOOL_TIMEOUT,
+                    heartbeat_timeout=self._heartbeat(),
                     retry_policy=RETRY,
                 )
                 s.waiting[order_id] = st.status
@@ -523,6 +524,8 @@ class TaskWorkflow:
             GenerationActivities.collect_generation,
             OrderRef(order_id),
             start_to_close_timeout=TOOL_TIMEOUT,
+            # A dead worker's download is taken over after seconds, not the whole timeout.
+            heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
         self.state.collected.add(order_id)
@@ -536,6 +539,7 @@ class TaskWorkflow:
             GenerationActivities.review_results,
             ReviewInput(self.state.inp.task_id, order_ids),
             start_to_close_timeout=TOOL_TIMEOUT,
+            heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
         return not review.misses
