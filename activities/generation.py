@@ -21,6 +21,7 @@ from money.orders import (
     UNCLEAR_SUBMIT,
     claim_submit,
     fail_order,
+    fail_overdue,
     on_upstream_origin,
     record_job_state,
     refund_unusable,
@@ -102,6 +103,7 @@ class GenerationActivities:
             await record_job_state(
                 s, order, job["status"], float(job.get("progress", 0)), None, job, settings
             )
+            await fail_overdue(s, order, settings)  # the upstream may never finish it
             return OrderState(order.id, order.status)
 
     @activity.defn(name="collect_generation")
