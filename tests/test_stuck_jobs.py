@@ -92,12 +92,13 @@ async def test_a_job_never_finished_fails_at_its_deadline_refunded_and_told(
             print("order:", (o := await _order(st)) and (o.status, o.error, o.created_at))
             print("task:", await handle.query("state"))
         order = await _order(st)
+        assert order is not None
         async with st.db.session() as s:
             entries = [
                 (e.kind, e.amount_cents)
                 for e in await s.scalars(
                     select(LedgerEntry)
-                    .where(LedgerEntry.order_id == order.id)  # type: ignore[union-attr]
+                    .where(LedgerEntry.order_id == order.id)
                     .order_by(LedgerEntry.id)
                 )
             ]
@@ -107,7 +108,7 @@ async def test_a_job_never_finished_fails_at_its_deadline_refunded_and_told(
                     select(Event).where(Event.type == EventType.TASK_REPLY).order_by(Event.seq)
                 )
             ]
-    assert order is not None and order.status == "failed"
+    assert order.status == "failed"
     assert order.error == say("generation.deadline_reason", language, minutes=1)
     price = order.price_cents
     assert price > 0 and entries == [("reserve", price), ("refund", price)]
