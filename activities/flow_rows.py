@@ -157,4 +157,6 @@ def plan_of(
         generation_wait_seconds=settings.generation_wait_seconds,
         card_wait_seconds=settings.card_wait_seconds,
         heartbeat_timeout_seconds=settings.heartbeat_timeout_seconds,
+        generation_wait_max_seconds=settings.generation_wait_max_seconds,
+        card_wait_max_seconds=settings.card_wait_max_seconds,
     )

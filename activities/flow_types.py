@@ -24,6 +24,8 @@ class FlowPlan:
     generation_wait_seconds: float = 60.0
     card_wait_seconds: float = 300.0
     heartbeat_timeout_seconds: float = 30.0
+    generation_wait_max_seconds: float = 600.0
+    card_wait_max_seconds: float = 3600.0
 
 
 @dataclass

@@ -297,6 +297,10 @@ class FlowActivities:
         """The node's order ended: keep its asset as the node's result (and in the cache
         under its hash), or record why it failed. A result made on a definition the flow
         no longer has is kept but marked stale."""
+        async with heartbeating():  # it collects the result: a download of unknown length
+            return await self._finish(inp)
+
+    async def _finish(self, inp: NodeInput) -> NodeOutcome:
         async with self.deps.db.session() as s:
             row = await runs.node_row(s, inp.run_id, inp.node_id)
             if row.status in FINISHED_FLOW_NODE or row.order_id is None:

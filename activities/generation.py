@@ -14,12 +14,14 @@ from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
+from lomo.heartbeat import heartbeating
 from lomo.states import TERMINAL_ORDER, EventType, OrderStatus
 from money.orders import (
     OFF_ORIGIN,
     UNCLEAR_SUBMIT,
     claim_submit,
     fail_order,
+    fail_overdue,
     on_upstream_origin,
     record_job_state,
     refund_unusable,
@@ -61,6 +63,12 @@ class GenerationActivities:
 
     @activity.defn(name="poll_generation")
     async def poll_generation(self, ref: OrderRef) -> OrderState:
+        # The poll may POST a submit again and waits on the upstream: a worker that dies
+        # meanwhile loses its lease after the heartbeat timeout, not the whole timeout.
+        async with heartbeating():
+            return await self._poll(ref)
+
+    async def _poll(self, ref: OrderRef) -> OrderState:
         settings = self.deps.settings
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
@@ -107,6 +115,7 @@ class GenerationActivities:
             await record_job_state(
                 s, order, job["status"], float(job.get("progress", 0)), None, job, settings
             )
+            await fail_overdue(s, order, settings)  # the upstream may never finish it
             return OrderState(order.id, order.status)
 
     @activity.defn(name="cancel_generation")
@@ -117,6 +126,10 @@ class GenerationActivities:
         Idempotent on the order: the upstream's cancel answers the same again, and
         `record_job_state` closes an order once, whichever of this answer and the job's
         callbacks comes first."""
+        async with heartbeating():  # the upstream may be slow to answer
+            return await self._cancel(ref)
+
+    async def _cancel(self, ref: OrderRef) -> OrderState:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             if order is None:
@@ -151,7 +164,13 @@ class GenerationActivities:
 
     @activity.defn(name="collect_generation")
     async def collect_generation(self, ref: OrderRef) -> OrderState:
-        """Turn a finished job into a workspace asset, once (idempotent on the order)."""
+        """Turn a finished job into a workspace asset, once (idempotent on the order).
+        The download can be long: the attempt heartbeats, so a dead worker's collection is
+        taken over after the heartbeat timeout."""
+        async with heartbeating():
+            return await self._collect(ref)
+
+    async def _collect(self, ref: OrderRef) -> OrderState:
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id)
             if order is None:
@@ -165,6 +184,8 @@ class GenerationActivities:
             # Recorded successes are checked already; an older row is not followed either.
             await self._refuse(ref.order_id, OFF_ORIGIN)
         assert url is not None
+        if self.deps.settings.fault_hang_in_collect:
+            await asyncio.sleep(3600)  # TEST-ONLY (LOMO_FAULT_HANG_IN_COLLECT): a test kills us
         data = await self._download(ref.order_id, url)
         async with self.deps.db.session() as s:
             order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
@@ -203,10 +224,11 @@ class GenerationActivities:
         brightness, size) against its prompt's words, and against the picture it revised
         when it names one. Read-only: the same bytes give the same verdict on a retry."""
         misses: dict[str, list[str]] = {}
-        for order_id in inp.order_ids:
-            off = await self._review(inp.task_id, order_id)
-            if off:
-                misses[order_id] = off
+        async with heartbeating():  # decoding several large pictures takes a while
+            for order_id in inp.order_ids:
+                off = await self._review(inp.task_id, order_id)
+                if off:
+                    misses[order_id] = off
         return ReviewOutcome(misses)
 
     async def _review(self, task_id: str, order_id: str) -> list[str]:

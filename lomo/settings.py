@@ -98,6 +98,16 @@ class Settings(BaseSettings):
     max_turns_without_progress: int = 2
     generation_wait_seconds: float = 60.0  # wait for a callback before polling the upstream
     card_wait_seconds: float = 300.0  # re-read open cards after this long (lost wake-ups)
+    # The wait between polls of a job, and between re-reads of an open card, doubles from
+    # the values above up to these caps: a job or card left for days adds few events to
+    # its workflow's history instead of a dozen per wait.
+    generation_wait_max_seconds: float = Field(default=600.0, gt=0)
+    card_wait_max_seconds: float = Field(default=3600.0, gt=0)
+    # A job the upstream has not finished this long after its order was placed is failed
+    # and refunded at its next poll, by kind (a kind not named here: the longest).
+    generation_deadline_seconds: dict[str, float] = Field(
+        default_factory=lambda: {"image": 1800.0, "audio": 1800.0, "3d": 3600.0, "video": 3600.0}
+    )
     # A stored message not handed to Temporal this long after it came is handed over by
     # the api's relay (a hand-off that failed and was never retried); 0 turns it off.
     handoff_relay_seconds: float = Field(default=30.0, ge=0)
@@ -146,6 +156,9 @@ class Settings(BaseSettings):
     # TEST-ONLY fault hook: the worker exits (os._exit(137)) right after the upstream POST
     # returns, before the job id is persisted. Never set it outside tests.
     fault_kill_after_submit: bool = False
+    # TEST-ONLY fault hook: `collect_generation` hangs (heartbeating) before its download,
+    # so a test can kill the worker mid-collection. Never set it outside tests.
+    fault_hang_in_collect: bool = False
     # TEST-ONLY fault hook: while this file exists, a starting worker exits at once (code 3),
     # so a test can put `lomo up` into a crash loop. Never set it outside tests.
     fault_worker_exit_file: Path | None = None

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cards.store import create_card
 from lomo import clock
-from lomo.db.models import Card, GenerationOrder
+from lomo.db.models import Card, GenerationOrder, Task
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.language import task_language
@@ -295,6 +295,40 @@ async def fail_order(
     return changed
 
 
+def job_deadline(kind: str, settings: Settings) -> timedelta:
+    """How long the upstream may take over a job of `kind`, from its order (a kind the
+    settings do not name gets the longest they allow)."""
+    limits = settings.generation_deadline_seconds
+    return timedelta(seconds=limits.get(kind, max(limits.values(), default=3600.0)))
+
+
+async def fail_overdue(s: AsyncSession, order: GenerationOrder, settings: Settings) -> bool:
+    """A job still not finished past its deadline is failed: the failed order's charge is
+    given back (its reservation refunded) and the person told in the task, once. The
+    workflow waiting on it then ends its wait instead of polling forever."""
+    limit = job_deadline(order.kind, settings)
+    if order.status in TERMINAL_ORDER or now() - clock.utc(order.created_at) < limit:
+        return False
+    lang = await task_language(s, order.task_id)
+    minutes = max(1, round(limit.total_seconds() / 60))
+    reason = say("generation.deadline_reason", lang, minutes=minutes)
+    if not await fail_order(s, order, reason, settings):
+        return False  # a report got there first
+    amount = euros(order.price_cents, lang)
+    key = "generation.deadline" if order.price_cents else "generation.deadline_free"
+    name = " ".join(str(order.params.get("prompt") or "").split())[:60]
+    turn = await s.scalar(select(Task.turn).where(Task.id == order.task_id))
+    reply = {
+        "task_id": order.task_id,
+        "text": say(key, lang, name=name, minutes=minutes, amount=amount),
+        "turn": int(turn or 0),
+        "step": 0,  # the runtime's reply, not a model step's
+        "by": "runtime",
+    }
+    await append_event(s, order.workspace_id, EventType.TASK_REPLY, reply)
+    return True
+
+
 async def refund_unusable(
     s: AsyncSession, order: GenerationOrder, reason: str, settings: Settings
 ) -> None:
@@ -388,7 +422,6 @@ async def record_job_state(
             order.workspace_id,
             EventType.GENERATION_COMPLETED if now_terminal else EventType.GENERATION_PROGRESS,
             {
-                "order_id": order.id,
                 "task_id": order.task_id,
                 "status": order.status,
                 "progress": order.progress,

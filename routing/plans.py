@@ -55,6 +55,8 @@ class RouteContext:
             max_turns_without_progress=st.max_turns_without_progress,
             card_wait_seconds=st.card_wait_seconds,
             heartbeat_timeout_seconds=st.heartbeat_timeout_seconds,
+            generation_wait_max_seconds=st.generation_wait_max_seconds,
+            card_wait_max_seconds=st.card_wait_max_seconds,
             running_visible_seconds=st.running_visible_seconds,
             message_id=message_id,
         )

@@ -30,6 +30,8 @@ class RoutePlan:
     max_turns_without_progress: int = 2
     card_wait_seconds: float = 300.0
     heartbeat_timeout_seconds: float = 30.0
+    generation_wait_max_seconds: float = 600.0
+    card_wait_max_seconds: float = 3600.0
     message_id: str | None = None  # the message to hand over (differs for clarify answers)
     # existing: the task's workflow has ended (completed lightweight, reopened) and must be
     # started again in place; else the message is signalled into the running inbox.

@@ -112,7 +112,15 @@ async def test_a_run_parked_on_its_price_card_rolls_over_and_still_runs(
     tmp_path: Path, db_url: str, temporal_server: str, temporal_client: Client, task_queue: str
 ) -> None:
     async with running_stack(
-        tmp_path, db_url, temporal_server, temporal_client, task_queue, card_wait_seconds=0.05
+        tmp_path,
+        db_url,
+        temporal_server,
+        temporal_client,
+        task_queue,
+        # Re-read at once, every time (no back-off): the history grows to the server's
+        # continue-as-new suggestion within seconds.
+        card_wait_seconds=0.05,
+        card_wait_max_seconds=0.05,
     ) as st:
         task_id = await owning_task(st.db, st.user_id)
         run_id = await start_run(st, await create_flow(st, film(3)), task_id)

@@ -1,5 +1,5 @@
-"""What every workflow here shares: the retry and timeout of short DB activities, and the
-re-read of a card whose wake-up may have been lost."""
+"""What every workflow here shares: the retry and timeout of short DB activities, the
+back-off of waits for a wake-up that may have been lost, and the re-read of a card."""
 
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ with workflow.unsafe.imports_passed_through():
 
 DB_TIMEOUT = timedelta(seconds=30)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+
+
+def backoff(first_seconds: float, cap_seconds: float, waited: int) -> timedelta:
+    """The wait after `waited` earlier ones: it doubles from `first_seconds` up to
+    `cap_seconds`. A job or card left waiting then costs its history a few events per
+    doubling instead of a dozen per wait, while a lost wake-up is still found."""
+    seconds = first_seconds * 2 ** min(waited, 32)
+    return timedelta(seconds=max(first_seconds, min(seconds, cap_seconds)))
 
 
 async def card_unanswered(card_id: str) -> bool:

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from lomo.contracts.flow_run import FlowRunInput, FlowRunView
     from lomo.contracts.task import FlowEvent, GenerationEvent
     from lomo.states import TERMINAL_ORDER, OrderStatus
-    from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
+    from workflows.common import DB_TIMEOUT, RETRY, backoff, card_unanswered
 
 FLOW_KEY = SearchAttributeKey.for_keyword("LomoFlowId")
 FLOW_STATUS_KEY = SearchAttributeKey.for_keyword("LomoFlowStatus")
@@ -174,10 +174,13 @@ class FlowRunWorkflow:
         )
 
     async def _wait_order(self, order_id: str, plan: FlowPlan) -> None:
-        """Its signal, or a compensating poll after each timer (a lost callback)."""
+        """Its signal, or a compensating poll after each timer (a lost callback); the timer
+        doubles up to a cap, and the poll fails a job past its deadline."""
         self.orders.setdefault(order_id, OrderStatus.SUBMITTED)
-        wait = timedelta(seconds=plan.generation_wait_seconds)
+        polls = 0
         while self.orders[order_id] not in TERMINAL_ORDER:
+            wait = backoff(plan.generation_wait_seconds, plan.generation_wait_max_seconds, polls)
+            polls += 1
             try:
                 await workflow.wait_condition(
                     lambda: self.orders[order_id] in TERMINAL_ORDER, timeout=wait
@@ -187,21 +190,22 @@ class FlowRunWorkflow:
                     GenerationActivities.poll_generation,
                     OrderRef(order_id),
                     start_to_close_timeout=NODE_TIMEOUT,
+                    heartbeat_timeout=timedelta(seconds=plan.heartbeat_timeout_seconds),
                     retry_policy=RETRY,
                 )
                 if self.orders[order_id] not in TERMINAL_ORDER:
                     self.orders[order_id] = st.status
 
     async def _wait_card(self, card_id: str, plan: FlowPlan, may_roll_over: bool = False) -> None:
-        """Parked on the person; a timer re-reads the card (a lost wake-up). A card left
-        open for days adds a dozen events per re-read: before any node runs
-        (`may_roll_over`) the run continues as new when the server suggests it."""
+        """Parked on the person; a timer re-reads the card (a lost wake-up). The timer
+        doubles up to a cap, so a card left open for days adds a few re-reads; before any
+        node runs (`may_roll_over`) the run continues as new when the server suggests it."""
+        reads = 0
         while card_id not in self.answered:
+            wait = backoff(plan.card_wait_seconds, plan.card_wait_max_seconds, reads)
+            reads += 1
             try:
-                await workflow.wait_condition(
-                    lambda: card_id in self.answered,
-                    timeout=timedelta(seconds=plan.card_wait_seconds),
-                )
+                await workflow.wait_condition(lambda: card_id in self.answered, timeout=wait)
             except TimeoutError:
                 if not await card_unanswered(card_id):
                     self.answered.add(card_id)

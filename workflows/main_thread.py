@@ -121,6 +121,8 @@ class MainThreadWorkflow:
                 max_turns_without_progress=plan.max_turns_without_progress,
                 card_wait_seconds=plan.card_wait_seconds,
                 heartbeat_timeout_seconds=plan.heartbeat_timeout_seconds,
+                generation_wait_max_seconds=plan.generation_wait_max_seconds,
+                card_wait_max_seconds=plan.card_wait_max_seconds,
                 running_visible_seconds=plan.running_visible_seconds,
             ),
             id=task_contract.workflow_id(plan.task_id),

@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from lomo.states import TERMINAL_ORDER, TERMINAL_TASK, OrderStatus, TaskKind, TaskStatus
     from lomo.words import say
     from workflows import task_state as ts
-    from workflows.common import DB_TIMEOUT, RETRY, card_unanswered
+    from workflows.common import DB_TIMEOUT, RETRY, backoff, card_unanswered
     from workflows.stopcheck import (
         WAITS_FOR_PERSON,
         JobsEnded,
@@ -508,10 +508,15 @@ class TaskWorkflow:
         )
 
     async def _wait_terminal(self, order_id: str, honour_stop: bool) -> None:
-        """Wait for a job's end: its signal, or a compensating poll after each timer."""
+        """Wait for a job's end: its signal, or a compensating poll after each timer. The
+        timer doubles up to a cap (a job the upstream never finishes adds few events; its
+        deadline, checked by the poll, fails it)."""
         s = self.state
-        wait = timedelta(seconds=s.inp.generation_wait_seconds)
+        polls = 0
         while s.waiting.get(order_id) not in TERMINAL_ORDER:
+            inp = s.inp
+            wait = backoff(inp.generation_wait_seconds, inp.generation_wait_max_seconds, polls)
+            polls += 1
             try:
                 await workflow.wait_condition(
                     lambda: (
@@ -530,6 +535,7 @@ class TaskWorkflow:
                     GenerationActivities.poll_generation,
                     OrderRef(order_id),
                     start_to_close_timeout=TOOL_TIMEOUT,
+                    heartbeat_timeout=self._heartbeat(),
                     retry_policy=RETRY,
                 )
                 s.waiting[order_id] = st.status
@@ -540,6 +546,8 @@ class TaskWorkflow:
             GenerationActivities.collect_generation,
             OrderRef(order_id),
             start_to_close_timeout=TOOL_TIMEOUT,
+            # A dead worker's download is taken over after seconds, not the whole timeout.
+            heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
         self.state.collected.add(order_id)
@@ -553,23 +561,28 @@ class TaskWorkflow:
             GenerationActivities.review_results,
             ReviewInput(self.state.inp.task_id, order_ids),
             start_to_close_timeout=TOOL_TIMEOUT,
+            heartbeat_timeout=self._heartbeat(),
             retry_policy=RETRY,
         )
         return not review.misses
 
     async def _wait_for_cards_or_input(self) -> None:
         """Parked on the person; a timer re-reads open cards from the DB in case an
-        answer's wake-up was lost (the answer itself is durable there)."""
+        answer's wake-up was lost (the answer itself is durable there). The timer doubles
+        while nothing happens: cards left open for days add few events."""
         s = self.state
         try:
             await workflow.wait_condition(
                 lambda: ts.has_work(s) or ts.must_end(s) or s.pause_requested,
-                timeout=timedelta(seconds=s.inp.card_wait_seconds),
+                timeout=backoff(s.inp.card_wait_seconds, s.inp.card_wait_max_seconds, s.card_waits),
             )
+            s.card_waits = 0
         except TimeoutError:
+            s.card_waits += 1
             for card_id in sorted(ts.unanswered(s)):
                 if not await card_unanswered(card_id):
                     s.answered.add(card_id)
+                    s.card_waits = 0
 
     async def _park_paused(self) -> None:
         s = self.state
@@ -630,6 +643,7 @@ class TaskWorkflow:
                     GenerationActivities.cancel_generation,
                     OrderRef(order_id),
                     start_to_close_timeout=TOOL_TIMEOUT,
+                    heartbeat_timeout=self._heartbeat(),
                     retry_policy=RETRY,
                 )
                 for order_id in open_ids

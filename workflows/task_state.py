@@ -56,6 +56,7 @@ class TaskRunState:
     credit_cards: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
     idle_turns: int = 0
+    card_waits: int = 0  # card re-reads that found nothing since the last wake-up (back-off)
     wake: bool = False  # the next turn runs without new input (a job, a flow, a card)
     stop_requested: bool = False
     archive_requested: bool = False

@@ -52,6 +52,10 @@ class TaskInput:
     max_turns_without_progress: int = 2
     card_wait_seconds: float = 300.0  # wait for a card answer before re-reading the DB
     heartbeat_timeout_seconds: float = 30.0  # a dead worker's model/tool call is retried
+    # The waits above double per wait, up to these caps: a stuck job or an open card adds
+    # few events to the history.
+    generation_wait_max_seconds: float = 600.0
+    card_wait_max_seconds: float = 3600.0
     # Compact state carried across continue_as_new; never raw history.
     turn: int = 0
     status: str = "running"  # lomo.states.TaskStatus

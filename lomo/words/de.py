@@ -110,4 +110,16 @@ WORDS: dict[str, str] = {
     "task.limits_range": "Grenzen müssen zwischen 1 und 1000 liegen",
     "task.card_not_open": "Karte {card_id} ist in dieser Aufgabe nicht offen",
     "task.message_required": "message_id fehlt",
+    "generation.deadline": (
+        "Der Auftrag für „{name}“ ist nicht innerhalb von {minutes} Minuten fertig "
+        "geworden, deshalb warte ich nicht länger darauf. Die {amount} € sind wieder in "
+        "deinem Guthaben."
+    ),
+    "generation.deadline_reason": (
+        "der Anbieter hat den Auftrag nicht innerhalb von {minutes} Minuten fertiggestellt"
+    ),
+    "generation.deadline_free": (
+        "Der Auftrag für „{name}“ ist nicht innerhalb von {minutes} Minuten fertig "
+        "geworden, deshalb warte ich nicht länger darauf."
+    ),
 }

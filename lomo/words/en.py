@@ -103,4 +103,12 @@ WORDS: dict[str, str] = {
     "task.limits_range": "limits must be between 1 and 1000",
     "task.card_not_open": "card {card_id} is not open in this task",
     "task.message_required": "message_id is required",
+    "generation.deadline": (
+        "The job for “{name}” did not finish within {minutes} minutes, so I stopped "
+        "waiting for it. Its charge of {amount} € is back in your credit."
+    ),
+    "generation.deadline_reason": "the upstream did not finish the job within {minutes} minutes",
+    "generation.deadline_free": (
+        "The job for “{name}” did not finish within {minutes} minutes, so I stopped waiting for it."
+    ),
 }
