@@ -62,6 +62,9 @@ async def test_poster_plan_budget_end_to_end(
             _tools(("request_budget", {"amount_cents": 12, "purpose": "three poster drafts"})),
             _tools(draft, draft, draft),  # 3 x 4 cents: within the plan, no question
             text("Three drafts are on their way."),
+            # The drafts' end wakes the model (a task without a checklist has no plan
+            # step to go on with): it shows them.
+            text("Here are the three drafts."),
             _tools(draft),  # a fourth would exceed the plan: asks again
         ]
     )
