@@ -20,7 +20,7 @@ second video ad" read as a picture. So the classifier also sees the details
 `standin/requested.py` extracts (the media its nouns name, a duration, several pieces or an
 enumeration, the question form) as features beside the embedding, weighted as it learns
 from the examples like any other direction (5-fold cross-validation on the examples, 3
-shuffles: 90.0 % without, 91.1 % with them at `DETAIL_SCALE` 0.35, about 90 % at 0.7).
+shuffles: 90.0 % without, 91.0 % with them at `DETAIL_SCALE` 0.35, 90.2 % at 0.7).
 
 The examples are the recogniser's only knowledge; tests/data/heldout_intents_v2.jsonl and
 heldout_intents_v3.jsonl measure it (written before it was tuned, never looked at while
