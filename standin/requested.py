@@ -17,7 +17,7 @@ _NUMBERS = {
 _NUMBER = r"\b(\d+|" + "|".join(_NUMBERS) + r")\b"
 # Also the German compound: "zehnsekündig", "zwanzigsekündigen".
 _DURATION = re.compile(
-    _NUMBER + r"[\s-]*(?:seconds?|secs?|s\b|sekunden?)|" + _NUMBER[:-2] + r"sekündig\w*", re.I
+    _NUMBER[:-2] + r"[\s-]*(?:seconds?\b|secs?\b|s\b|sekunden?\b|sekündig\w*)", re.I
 )
 # "four posters": a number before a word, not inside a ratio ("9:16") and not a duration.
 _COUNT = re.compile(
@@ -83,7 +83,7 @@ def _number(word: str) -> int:
 def requested(text: str) -> Requested:
     out = Requested()
     if m := _DURATION.search(text):
-        out.duration_s = _number(m.group(1) or m.group(2))
+        out.duration_s = _number(m.group(1))
     counted = [(_number(m.group(1)), _piece(m, text)) for m in _COUNT.finditer(text)]
     counted = [(n, word) for n, word in counted if n > 1]
     numbered = len(_NUMBERED.findall(text))
