@@ -37,11 +37,11 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from lomo.cards import answer_card, create_card
 from sqlalchemy import func, select
 
 from activities.memory import MemoryActivities
 from activities.registry import build_provider
+from cards.store import answer_card, create_card
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade

@@ -22,10 +22,10 @@ from sqlalchemy import func, select
 from temporalio.client import Client
 
 from api.app import create_app
-from flows.runs import ACTIVE
 from lomo.auth import create_user
 from lomo.db.models import MessageRow
 from lomo.settings import Settings
+from lomo.states import ACTIVE_FLOW_RUN
 from tests.helpers import eventually
 from tests.stack import Stack, running_stack
 from tests.test_slice import run_cat_slice
@@ -135,7 +135,7 @@ async def _ids_of_a(st: Stack) -> dict[str, list[str]]:
 
     async def run_ended() -> Any:  # nothing of A may still move while B probes
         v = (await api.get(f"/v1/flow-runs/{run}", headers=auth)).json()
-        return v["status"] not in ACTIVE
+        return v["status"] not in ACTIVE_FLOW_RUN
 
     await eventually(run_ended, within=60)
     r = await api.delete(f"/v1/objects/{objects['document']}", headers=auth)
