@@ -71,11 +71,7 @@ class GenerationActivities:
     async def _poll(self, ref: OrderRef) -> OrderState:
         settings = self.deps.settings
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
-            if order is None:
-                raise ApplicationError(
-                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
-                )
+            order = await _order(s, ref.order_id, lock=True)
             job_id, key = order.upstream_job_id, order.idempotency_key
             body: dict[str, Any] | None = None
             if job_id is None:
@@ -93,8 +89,7 @@ class GenerationActivities:
             job_id = await adopt_job(self.deps, ref.order_id, key)
         if job_id is None:
             async with self.deps.db.session() as s:
-                order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
-                assert order is not None
+                order = await _order(s, ref.order_id, lock=True)
                 # None yet: sent again with the same key; a POST the upstream has seen
                 # answers that key's job (racing the submit in flight is harmless).
                 if not await claim_submit(s, order.id, again=True):
@@ -110,8 +105,7 @@ class GenerationActivities:
         r.raise_for_status()
         job = r.json()
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
-            assert order is not None
+            order = await _order(s, ref.order_id, lock=True)
             await record_job_state(
                 s, order, job["status"], float(job.get("progress", 0)), None, job, settings
             )
@@ -131,11 +125,7 @@ class GenerationActivities:
 
     async def _cancel(self, ref: OrderRef) -> OrderState:
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id)
-            if order is None:
-                raise ApplicationError(
-                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
-                )
+            order = await _order(s, ref.order_id)
             if order.status in TERMINAL_ORDER:
                 return OrderState(order.id, order.status, order.object_id)
             job_id, key = order.upstream_job_id, order.idempotency_key
@@ -144,8 +134,7 @@ class GenerationActivities:
             job_id = await adopt_job(self.deps, ref.order_id, key)
         job = await cancel_job(self.deps, job_id) if job_id else None
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
-            assert order is not None
+            order = await _order(s, ref.order_id, lock=True)
             if job is None:
                 # Nothing upstream (never submitted, or not yet): cancelled before it
                 # started. `claim_submit` sends no submit for it now; an answer arriving
@@ -172,11 +161,7 @@ class GenerationActivities:
 
     async def _collect(self, ref: OrderRef) -> OrderState:
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id)
-            if order is None:
-                raise ApplicationError(
-                    f"no order {ref.order_id}", type="NotFound", non_retryable=True
-                )
+            order = await _order(s, ref.order_id)
             if order.object_id or order.status != OrderStatus.SUCCEEDED:
                 return OrderState(order.id, order.status, order.object_id)
             url, kind = order.result_url, order.kind
@@ -188,8 +173,7 @@ class GenerationActivities:
             await asyncio.sleep(3600)  # TEST-ONLY (LOMO_FAULT_HANG_IN_COLLECT): a test kills us
         data = await self._download(ref.order_id, url)
         async with self.deps.db.session() as s:
-            order = await s.get(GenerationOrder, ref.order_id, with_for_update=True)
-            assert order is not None
+            order = await _order(s, ref.order_id, lock=True)
             if order.object_id:
                 return OrderState(order.id, order.status, order.object_id)
             obj = await create_asset(
@@ -296,3 +280,11 @@ class GenerationActivities:
             self.collect_generation,
             self.review_results,
         ]
+
+
+async def _order(s: AsyncSession, order_id: str, lock: bool = False) -> GenerationOrder:
+    """The order an activity works on; an unknown id is a caller's error, not retried."""
+    order = await s.get(GenerationOrder, order_id, with_for_update=lock)
+    if order is None:
+        raise ApplicationError(f"no order {order_id}", type="NotFound", non_retryable=True)
+    return order
