@@ -302,8 +302,8 @@ class RuntimeActivities:
                 kind=CardKind.CONFIRM,
                 title=say("runtime.checkpoint", lang, item=item.title),
                 options=[
-                    {"id": CardAction.CONFIRM, "label": say("runtime.yes", lang)},
-                    {"id": CardAction.REJECT, "label": say("runtime.no", lang)},
+                    {"id": CardAction.CONFIRM, "label": say("answer.yes", lang)},
+                    {"id": CardAction.REJECT, "label": say("answer.no", lang)},
                 ],
                 task_id=task.id,
                 payload={"item_id": item.id, "by": "runtime"},

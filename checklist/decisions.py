@@ -35,8 +35,8 @@ async def ask(
         raise NoStep(item_id)
     if kind == CardKind.CONFIRM and not options:
         options = [
-            {"id": "confirm", "label": say("checklist.yes")},
-            {"id": "reject", "label": say("checklist.no")},
+            {"id": "confirm", "label": say("answer.yes")},
+            {"id": "reject", "label": say("answer.no")},
         ]
     return await create_card(
         s,

@@ -14,9 +14,9 @@ WORDS: dict[str, str] = {
     "cards.clarify.archived": "Diese Aufgabe ist archiviert. Wieder aufnehmen?",
     "cards.clarify.stopped": "Diese Aufgabe ist gestoppt. Wieder aufnehmen?",
     "cards.clarify.new": "Etwas Neues",
-    # Checklist
-    "checklist.yes": "Ja",
-    "checklist.no": "Nein",
+    # Answers on confirm cards (the checklist, checkpoints)
+    "answer.yes": "Ja",
+    "answer.no": "Nein",
     # Presentation
     "present.image": "Hier ist dein Bild „{name}“.",
     "present.video": "Hier ist dein Video „{name}“.",
@@ -35,8 +35,6 @@ WORDS: dict[str, str] = {
     "konnte: {amount} EUR berechnet, es bleibt bei den Ergebnissen dieser Aufgabe.",
     # Runtime
     "runtime.checkpoint": "Bitte bestätigen: {item}",
-    "runtime.yes": "Ja",
-    "runtime.no": "Nein",
     # Flows
     "flow.price": "Flow-Lauf: {nodes} kostenpflichtige Knoten, insgesamt {amount} EUR",
     "flow.remake": (

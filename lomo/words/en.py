@@ -14,9 +14,9 @@ WORDS: dict[str, str] = {
     "cards.clarify.archived": "That task is archived. Reopen it?",
     "cards.clarify.stopped": "That task is stopped. Reopen it?",
     "cards.clarify.new": "Something new",
-    # Checklist
-    "checklist.yes": "Yes",
-    "checklist.no": "No",
+    # Answers on confirm cards (the checklist, checkpoints)
+    "answer.yes": "Yes",
+    "answer.no": "No",
     # Presentation
     "present.image": "Here is your image “{name}”.",
     "present.video": "Here is your video “{name}”.",
@@ -35,8 +35,6 @@ WORDS: dict[str, str] = {
     "{amount} EUR charged, and it is kept with this task's results.",
     # Runtime
     "runtime.checkpoint": "Please confirm: {item}",
-    "runtime.yes": "Yes",
-    "runtime.no": "No",
     # Flows
     "flow.price": "Flow run: {nodes} paid nodes, {amount} EUR in total",
     "flow.remake": (
