@@ -171,3 +171,44 @@ async def test_two_processes_bursts_fail_without_the_file_lock(tmp_path: Path) -
     """The load above is one the per-process queues alone do not carry."""
     here, there = await _two_processes(tmp_path, file_lock=False)
     assert here + there > 0, "both bursts got through without the file lock: proves nothing"
+
+
+async def test_the_turn_is_handed_on_only_after_sqlite_released_its_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the moment a writer gives its turn back, another connection can begin a write at
+    once: the next writer (of any process) never polls against a commit still under way."""
+    import sqlite3
+
+    from lomo.db import engine as engine_module
+
+    path = tmp_path / "w.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await _make_table(url)
+    free_at_release: list[bool] = []
+    release = engine_module._WriterQueue._release
+
+    def probing_release(info: dict[str, object]) -> None:
+        if "lomo_write_turn" in info:
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                free_at_release.append(True)
+            except sqlite3.OperationalError:
+                free_at_release.append(False)
+            finally:
+                other.close()
+        release(info)
+
+    monkeypatch.setattr(engine_module._WriterQueue, "_release", staticmethod(probing_release))
+    db = Database(url, busy_timeout_ms=BUSY_MS)
+    try:
+        async with db.session() as s:
+            await s.execute(text("INSERT INTO t (v) VALUES (1)"))
+            await s.commit()
+        async with db.session() as s:
+            assert await s.scalar(text("SELECT count(*) FROM t")) == 1
+    finally:
+        await db.dispose()
+    assert free_at_release == [True]

@@ -125,6 +125,15 @@ class _WriterQueue:
     def end(self, conn: Any) -> None:
         self._release(conn.info)
 
+    def end_commit(self, conn: Any) -> None:
+        # SQLAlchemy's "commit" event comes before the DBAPI commit: handing the turn on
+        # there lets the next writer (of another process, too) find SQLite's lock still
+        # held and poll against it. Committing here first makes the hand-over clean; the
+        # DBAPI commit that follows finds no transaction and does nothing.
+        if "lomo_write_turn" in conn.info:
+            conn.connection.dbapi_connection.commit()
+        self._release(conn.info)
+
     def end_record(self, _dbapi_conn: Any, record: Any, *_: Any) -> None:
         # The pool hands the connection back (or drops it) without a Connection-level
         # commit/rollback, e.g. after an error while the session was closed.
@@ -176,7 +185,7 @@ def make_engine(
         event.listen(sync, "connect", _sqlite_pragmas(busy_timeout_ms))
         queue = _WriterQueue(writer_wait_s, writers_lock_path(url) if file_lock else None)
         event.listen(sync, "before_cursor_execute", queue.before_execute)
-        event.listen(sync, "commit", queue.end)
+        event.listen(sync, "commit", queue.end_commit)
         event.listen(sync, "rollback", queue.end)
         # Connection.info is the pool record's info: checkin/invalidate see the same dict.
         event.listen(sync.pool, "checkin", queue.end_record)
