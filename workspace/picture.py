@@ -98,6 +98,10 @@ def _decode(data: bytes) -> tuple[Image.Image, tuple[int, int]]:
 def name_pixels(pixels: np.ndarray) -> list[str]:
     """The colour name of each RGB pixel (N x 3): the nearest shade, by a distance that
     weighs red and blue by how red the pair is (the "redmean" approximation)."""
+    return [_PROTOS[i][0] for i in _nearest_shades(pixels.reshape(-1, 3))]
+
+
+def _nearest_shades(pixels: np.ndarray) -> np.ndarray:
     px = pixels.reshape(-1, 1, 3).astype(np.float64)
     diff = px - _PROTO_RGB[None, :, :]
     rmean = (px[..., 0] + _PROTO_RGB[None, :, 0]) / 2
@@ -106,18 +110,25 @@ def name_pixels(pixels: np.ndarray) -> list[str]:
         + 4 * diff[..., 1] ** 2
         + (2 + (255 - rmean) / 256) * diff[..., 2] ** 2
     )
-    return [_PROTOS[i][0] for i in dist.argmin(axis=1)]
+    return np.asarray(dist.argmin(axis=1))
 
 
 def _shares(img: Image.Image) -> tuple[tuple[str, float], ...]:
     thumb = img.copy()
     thumb.thumbnail((NAME_SIDE, NAME_SIDE), Image.Resampling.NEAREST)
-    names = name_pixels(np.asarray(thumb).reshape(-1, 3))
+    pixels = np.asarray(thumb).reshape(-1, 3)
+    # A picture has far fewer distinct colours than pixels: each is named once.
+    packed = pixels.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], dtype=np.uint32)
+    distinct, per_pixel = np.unique(packed, return_inverse=True)
+    rgb = np.stack([distinct >> 16, (distinct >> 8) & 0xFF, distinct & 0xFF], axis=1)
+    shade = _nearest_shades(rgb)[per_pixel.reshape(-1)]
     counts: dict[str, int] = {}
-    for n in names:
-        counts[n] = counts.get(n, 0) + 1
+    for i, n in enumerate(np.bincount(shade, minlength=len(_PROTOS)).tolist()):
+        if n:
+            counts[_PROTOS[i][0]] = counts.get(_PROTOS[i][0], 0) + n
+    total = len(pixels)
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], colours.NAMES.index(kv[0])))
-    return tuple((n, round(c / len(names), 3)) for n, c in ranked if c / len(names) >= MIN_SHARE)
+    return tuple((n, round(c / total, 3)) for n, c in ranked if c / total >= MIN_SHARE)
 
 
 def read(data: bytes) -> PictureProps:
