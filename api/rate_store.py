@@ -12,7 +12,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, Table, cast, delete, extract, func, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Table,
+    bindparam,
+    cast,
+    delete,
+    extract,
+    func,
+    literal,
+    select,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from lomo.db.engine import Database
@@ -33,6 +44,9 @@ class SharedBuckets:
         self.span = max(burst, 1) * self.interval  # how far ahead `tat` may run
         self.pg = db.engine.dialect.name == "postgresql"
         self._pruned = time.monotonic()
+        # Built once: a request pays for running the statements, not for building them.
+        self._take = self._take_statement()
+        self._due_of = select(self._due()).where(_TABLE.c.key == bindparam("p_key"))
 
     def _now(self) -> ColumnElement[float]:
         if self.pg:
@@ -48,13 +62,12 @@ class SharedBuckets:
         now = self._now()
         return self._greatest(_TABLE.c.tat, now) + self.interval - now - self.span
 
-    async def take(self, key: str) -> float:
-        """0 when the take fits (and is counted), else the seconds until one would."""
+    def _take_statement(self) -> Any:
         now = self._now()
         moved = self._greatest(_TABLE.c.tat, now) + self.interval
         ins = (postgresql.insert if self.pg else sqlite.insert)(_TABLE)
-        stmt = (
-            ins.values(key=key, tat=now + self.interval)
+        return (
+            ins.values(key=bindparam("p_key"), tat=now + self.interval)
             .on_conflict_do_update(
                 index_elements=[_TABLE.c.key],
                 set_={"tat": moved},
@@ -62,17 +75,20 @@ class SharedBuckets:
             )
             .returning(_TABLE.c.tat)
         )
+
+    async def take(self, key: str) -> float:
+        """0 when the take fits (and is counted), else the seconds until one would."""
         async with self.db.engine.begin() as conn:
-            if (await conn.execute(stmt)).first() is not None:
+            if (await conn.execute(self._take, {"p_key": key})).first() is not None:
                 await self._prune(conn)
                 return 0.0
-            due = await conn.scalar(select(self._due()).where(_TABLE.c.key == key))
+            due = await conn.scalar(self._due_of, {"p_key": key})
         return max(float(due or 0.0), 0.001)
 
     async def wait(self, key: str) -> float:
         """What `take` would answer, without counting anything."""
         async with self.db.engine.connect() as conn:
-            due = await conn.scalar(select(self._due()).where(_TABLE.c.key == key))
+            due = await conn.scalar(self._due_of, {"p_key": key})
         return max(float(due or 0.0), 0.0)
 
     async def _prune(self, conn: Any) -> None:
