@@ -28,6 +28,10 @@ WORDS: dict[str, str] = {
     "cancel.noun.video": "Video",
     "cancel.noun.audio": "Audioclip",
     "cancel.noun.3d": "3D-Modell",
+    "cancel.cause.moved": (
+        "Die Nachricht, für die das gemacht wurde, ist in eine andere Aufgabe verschoben."
+    ),
+    "cancel.cause.changed": "Du hast den Auftrag geändert, während er lief.",
     "cancel.free": "Abgebrochen: {noun} „{name}“, bevor es begonnen hatte; nichts wurde berechnet.",
     "cancel.partial": "Abgebrochen: {noun} „{name}“ bei {percent} %; {amount} EUR für den "
     "schon gemachten Teil berechnet.",

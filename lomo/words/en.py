@@ -28,6 +28,8 @@ WORDS: dict[str, str] = {
     "cancel.noun.video": "video",
     "cancel.noun.audio": "audio clip",
     "cancel.noun.3d": "3D model",
+    "cancel.cause.moved": "The message this was made for was moved to another task.",
+    "cancel.cause.changed": "You changed the request while it was being made.",
     "cancel.free": "Cancelled the {noun} “{name}” before it started: nothing was charged.",
     "cancel.partial": "Cancelled the {noun} “{name}” at {percent} %: {amount} EUR charged "
     "for the part already made.",
