@@ -124,4 +124,19 @@ WORDS: dict[str, str] = {
         "Der Auftrag für „{name}“ ist nicht innerhalb von {minutes} Minuten fertig "
         "geworden, deshalb warte ich nicht länger darauf."
     ),
+    # Erinnerungen (docs/architecture.md#nudges)
+    "nudge.card": "Eine Frage hier wartet noch auf deine Antwort.",
+    "nudge.finished": "Die Arbeit hier ist fertig und wartet darauf, dass du sie ansiehst.",
+    "nudge.again": "Ich warte {wait}, bevor ich dich wieder erinnere.",
+    "nudge.last": "Daran erinnere ich dich nicht noch einmal.",
+    "nudge.batch.one": "Eine Aufgabe wartet auf dich: {goals}.",
+    "nudge.batch.many": "{count} Aufgaben warten auf dich: {goals}.",
+    "duration.second.one": "{n} Sekunde",
+    "duration.second.many": "{n} Sekunden",
+    "duration.minute.one": "{n} Minute",
+    "duration.minute.many": "{n} Minuten",
+    "duration.hour.one": "{n} Stunde",
+    "duration.hour.many": "{n} Stunden",
+    "duration.day.one": "{n} Tag",
+    "duration.day.many": "{n} Tage",
 }
