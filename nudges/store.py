@@ -9,7 +9,7 @@ over. So nothing has to tell this room that the person came back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -103,14 +103,21 @@ class Watched:
     tasks: dict[str, Task]
 
 
-async def watched(s: AsyncSession, user_id: str) -> Watched:
+def horizon(policy: Policy) -> timedelta:
+    """How long after a task began to wait it can still be due: the first wait and every
+    later one at its longest. Older tasks are done reminding (or predate nudges)."""
+    return timedelta(seconds=policy.base + policy.most * policy.cap)
+
+
+async def watched(s: AsyncSession, user_id: str, now: datetime, policy: Policy) -> Watched:
     """The person's tasks a nudge may be about, each from when it began to wait (or the
     person last answered it) with its back-off; reset where the person answered since the
     last nudge."""
+    recent = Task.updated_at >= now - horizon(policy)
     tasks = {
         t.id: t
         for t in await s.scalars(
-            select(Task).where(Task.user_id == user_id, Task.status.in_(WATCHED))
+            select(Task).where(Task.user_id == user_id, Task.status.in_(WATCHED), recent)
         )
     }
     working = await s.scalar(
@@ -176,7 +183,7 @@ async def nudge_round(s: AsyncSession, user_id: str, now: datetime, policy: Poli
     (an activity's retry) it sends nothing twice: a task nudged since it read the
     back-off is left out."""
     quiet = await quiet_hours(s, user_id)
-    w = await watched(s, user_id)
+    w = await watched(s, user_id, now, policy)
     p = plan(w.watches, now, policy, quiet)
     due = [x for x in w.watches if x.task_id in p.due]
     sent = [x.task_id for x in due if await _nudged(s, user_id, x, w.tasks[x.task_id], now, policy)]

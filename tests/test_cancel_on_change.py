@@ -8,6 +8,7 @@ says what was cancelled and why."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from lomo.states import TERMINAL_ORDER
 from money.catalogue import cancel_charge
 from money.models import LedgerEntry
 from tests.helpers import eventually
+from tests.runtime_support import replay_and_maybe_record
 from tests.stack import Stack, running_stack
 
 
@@ -66,14 +68,17 @@ async def _events(st: Stack) -> list[dict[str, Any]]:
 
 
 def _timeline(events: list[dict[str, Any]], tid: str) -> str:
+    """The task's events, seconds after the first: what a reader of the stream saw."""
     keep = ("task.status", "task.reply", "generation.", "message.", "budget.")
     lines = []
+    start = datetime.fromisoformat(events[0]["at"]) if events else None
     for e in events:
         d = e["data"]
         if not e["type"].startswith(keep) or d.get("task_id") not in (tid, None):
             continue
         said = {k: v for k, v in d.items() if k in ("status", "order_id", "message_id", "text")}
-        lines.append(f"{e['type']:<22} {said}")
+        at = (datetime.fromisoformat(e["at"]) - start).total_seconds() if start else 0.0
+        lines.append(f"{at:6.2f}s {e['type']:<22} {said}")
     return "\n".join(lines)
 
 
@@ -116,6 +121,7 @@ async def test_moving_the_message_cancels_the_job_made_for_it(
         assert dict(closing).get("settle", 0) == charge
         print("\nledger before:", before, "\nledger after:", after)
         print(_timeline(await _events(st), tid))
+        assert await replay_and_maybe_record(temporal_client, f"task:{tid}", "task_cancel_on_move")
 
 
 async def test_a_change_while_the_job_runs_cancels_it_and_a_late_completion_changes_nothing(
@@ -175,3 +181,6 @@ async def test_a_change_while_the_job_runs_cancels_it_and_a_late_completion_chan
         assert any(t.startswith("You changed the request") for t in replies), replies
         print("\nledger before:", before, "\nledger after:", after)
         print(_timeline(await _events(st), tid))
+        assert await replay_and_maybe_record(
+            temporal_client, f"task:{tid}", "task_cancel_on_change"
+        )
