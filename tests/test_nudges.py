@@ -18,7 +18,7 @@ from lomo import clock
 from lomo.auth import create_user
 from lomo.contracts import nudge as contract
 from lomo.db.engine import Database
-from lomo.db.models import Event, MessageRow, Task
+from lomo.db.models import Card, Event, MessageRow, Task
 from lomo.ids import new_id
 from lomo.states import EventType, TaskStatus
 from nudges.schedule import Policy
@@ -208,4 +208,19 @@ async def test_an_answer_resets_the_back_off_and_dont_nudge_is_kept(db_url: str)
             .limit(1)
         )
     assert last is not None and last.endswith("I won't remind you of this again.")
+    # A card answer counts as the person's answer too: the reminders start over.
+    async with db.session() as s:
+        s.add(
+            Card(
+                id=new_id("crd"),
+                user_id=user.id,
+                task_id=tid,
+                kind="confirm",
+                status="answered",
+                title="Go on?",
+                answered_at=t0 + timedelta(seconds=700),
+            )
+        )
+    assert await round_at(759) == []
+    assert await round_at(760) == [tid]
     await db.dispose()
