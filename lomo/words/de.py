@@ -29,7 +29,7 @@ WORDS: dict[str, str] = {
     "cancel.noun.audio": "Audioclip",
     "cancel.noun.3d": "3D-Modell",
     "cancel.cause.moved": (
-        "Die Nachricht, für die das gemacht wurde, ist in eine andere Aufgabe verschoben."
+        "Die Nachricht, für die das gemacht wurde, wurde in eine andere Aufgabe verschoben."
     ),
     "cancel.cause.changed": "Du hast den Auftrag geändert, während er lief.",
     "cancel.free": "Abgebrochen: {noun} „{name}“, bevor es begonnen hatte; nichts wurde berechnet.",
