@@ -49,7 +49,7 @@ lint: install
 	.venv/bin/lint-imports --no-cache
 
 typecheck: install
-	.venv/bin/mypy lomo llm vectors cards tasks checklist money routing memory workspace flows tools context journal standin workflows activities api cli sim web scenarios
+	.venv/bin/mypy lomo llm vectors cards tasks checklist money routing memory workspace flows nudges tools context journal standin workflows activities api cli sim web scenarios
 
 pytest: install browser agui-client axe web-vendor
 	OPENBLAS_NUM_THREADS=1 .venv/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)

@@ -10,7 +10,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.present import work_name
-from activities.types import OrderRef, OrderState, ReviewInput, ReviewOutcome
+from activities.types import (
+    OrderRef,
+    OrderState,
+    ReviewInput,
+    ReviewOutcome,
+    SupersedeInput,
+    SupersedeOutcome,
+)
+from journal.supersede import superseded_orders
 from lomo.db.models import GenerationOrder
 from lomo.errors import NotFound
 from lomo.events import append_event
@@ -27,6 +35,7 @@ from money.orders import (
     refund_unusable,
     submit_unclear,
 )
+from standin.intents import recognise
 from tools.base import ToolDeps
 from tools.generation import (
     MEDIA,
@@ -150,6 +159,18 @@ class GenerationActivities:
                 self.deps.settings,
             )
             return OrderState(order.id, order.status, order.object_id)
+
+    @activity.defn(name="superseded_orders")
+    async def superseded_orders(self, inp: SupersedeInput) -> SupersedeOutcome:
+        """The running orders that messages which reached the task while it waited take
+        the request away from: a move of the message they were made for, or the person's
+        change of the request (journal/supersede.py)."""
+        if not inp.task_id or not inp.user_id:
+            raise ApplicationError("task and person are required", non_retryable=True)
+        got = await superseded_orders(
+            self.deps.db, inp.user_id, inp.task_id, inp.message_ids, _changes_request
+        )
+        return SupersedeOutcome(got.order_ids, got.cause)
 
     @activity.defn(name="collect_generation")
     async def collect_generation(self, ref: OrderRef) -> OrderState:
@@ -277,9 +298,19 @@ class GenerationActivities:
         return [
             self.poll_generation,
             self.cancel_generation,
+            self.superseded_orders,
             self.collect_generation,
             self.review_results,
         ]
+
+
+async def _changes_request(text: str) -> bool:
+    """Whether the person's words change what is being made: the recogniser's `change`
+    intent (by meaning, in any language it knows), off the event loop."""
+    if not text.strip():
+        return False
+    rec = await asyncio.to_thread(recognise, text)
+    return rec.intent == "change"
 
 
 async def _order(s: AsyncSession, order_id: str, lock: bool = False) -> GenerationOrder:

@@ -65,7 +65,9 @@ async def result_reply(db: Database, task_id: str, order_ids: list[str]) -> dict
     }
 
 
-async def cancel_reply(db: Database, task_id: str, order_ids: list[str]) -> dict[str, Any] | None:
+async def cancel_reply(
+    db: Database, task_id: str, order_ids: list[str], cause: str = ""
+) -> dict[str, Any] | None:
     """The `task.reply` event's data telling the person what a stop cancelled: each job
     by what it was to make, and what it cost (nothing before it started, the partial
     price after; a job that had finished first is charged and kept). None: nothing to say."""
@@ -85,6 +87,9 @@ async def cancel_reply(db: Database, task_id: str, order_ids: list[str]) -> dict
     text = " ".join(line for line in lines if line)
     if not text:
         return None
+    if cause:
+        # Not a stop: the person should read first why their job was stopped.
+        text = f"{say(f'cancel.cause.{cause}', lang)} {text}"
     return {"task_id": task_id, "text": text, "turn": int(head.turn), "step": 0, "by": "runtime"}
 
 

@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from activities.flows import FlowActivities
 from activities.generation import GenerationActivities
 from activities.memory import MemoryActivities
+from activities.nudges import NudgeActivities
 from activities.routing import RoutingActivities
 from activities.runtime import RuntimeActivities
 from activities.segments import SegmentActivities
@@ -102,4 +103,5 @@ def build_activities(
         *FlowActivities(deps).all(),
         *RoutingActivities(db, provider, settings).all(),
         *MemoryActivities(deps, provider).all(),
+        *NudgeActivities(db, settings).all(),
     ]

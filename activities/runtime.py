@@ -264,7 +264,7 @@ class RuntimeActivities:
     async def set_task_status(self, inp: StatusInput) -> None:
         reply = await self._reply(inp) if inp.present else None
         if inp.cancelled:
-            reply = await cancel_reply(self.db, inp.task_id, inp.cancelled)
+            reply = await cancel_reply(self.db, inp.task_id, inp.cancelled, inp.cancel_cause)
         try:
             changed = await self.store.write_status(_change(inp, reply=reply), clock.now())
         except LookupError as e:
@@ -348,7 +348,9 @@ def _running(inp: StepInput) -> StatusChange | None:
 
 def _change(inp: StatusInput, **over: Any) -> StatusChange:
     """The storage's change for a status the workflow decided (`present` becomes `reply`)."""
-    fields = {k: v for k, v in asdict(inp).items() if k not in ("present", "cancelled")}
+    fields = {
+        k: v for k, v in asdict(inp).items() if k not in ("present", "cancelled", "cancel_cause")
+    }
     return StatusChange(**{**fields, **over})
 
 

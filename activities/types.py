@@ -31,6 +31,9 @@ class StatusInput:
     # Orders a stop cancelled upstream: the reply written with this status says what each
     # cost (activities/present.py), once, like a presented result.
     cancelled: list[str] = field(default_factory=list)
+    # Why they were cancelled when it was not a stop: "moved" or "changed"
+    # (journal/supersede.py); the reply says so first.
+    cancel_cause: str = ""
 
 
 @dataclass
@@ -137,6 +140,23 @@ class OrderRef:
 class ReviewInput:
     task_id: str
     order_ids: list[str]
+
+
+@dataclass
+class SupersedeInput:
+    """Messages that reached a task while it waited on its jobs."""
+
+    task_id: str
+    user_id: str
+    message_ids: list[str]
+
+
+@dataclass
+class SupersedeOutcome:
+    """The running orders those messages made unwanted, and why ("moved", "changed")."""
+
+    order_ids: list[str] = field(default_factory=list)
+    cause: str = ""
 
 
 @dataclass

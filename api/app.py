@@ -28,6 +28,7 @@ from api.routes import (
     health,
     messages,
     metrics,
+    nudges,
     objects,
     payments,
     session,
@@ -138,6 +139,7 @@ def _include_routers(app: FastAPI) -> None:
         payments,
         memory_routes,
         agui,
+        nudges,
     ):
         app.include_router(r.router)
 

@@ -22,11 +22,12 @@ from lomo.temporal import connect
 from workflows.flow_run import FlowRunWorkflow
 from workflows.main_thread import MainThreadWorkflow
 from workflows.memory import MemoryWorkflow
+from workflows.nudge import NudgeWorkflow
 from workflows.task import TaskWorkflow
 from workflows.versioned import VERSIONED
 
 log = logging.getLogger(__name__)
-WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow, FlowRunWorkflow]
+WORKFLOWS = [TaskWorkflow, MainThreadWorkflow, MemoryWorkflow, FlowRunWorkflow, NudgeWorkflow]
 # The project's packages a workflow reaches. None keeps mutable module state a run could
 # leak to another, so all runs share one import of them instead of each run executing
 # its own copy in the sandbox (docs/benchmarks.md, "Parked tasks"). The sandbox still
@@ -36,6 +37,7 @@ OWN_PACKAGES = (
     "workflows",
     "activities",
     "memory",
+    "nudges",
     "lomo",
     "flows",
     "money",

@@ -199,6 +199,17 @@ class Settings(BaseSettings):
     memory_profile_items: int = 20  # the profile stays small
     memory_retry_seconds: float = 300.0  # a failed extraction is tried again after this
 
+    # Nudges (nudges/, docs/architecture.md#nudges): the first reminder of a waiting card
+    # or finished work after `nudge_base_seconds`; each ignored one doubles the wait, up to
+    # `nudge_cap_seconds`, and after `nudge_max` unanswered ones the task stops reminding.
+    # While a task of the person runs, their nudge workflow re-reads its tasks every
+    # `nudge_check_seconds`; it continues as new after `nudge_rounds` rounds.
+    nudge_base_seconds: float = 7200.0
+    nudge_cap_seconds: float = 86400.0
+    nudge_max: int = 5
+    nudge_check_seconds: float = 900.0
+    nudge_rounds: int = 100
+
     # Context: a tool result longer than this (characters of JSON) is stored
     # outside the context; the context shows a preview and a handle for `read_output`.
     tool_output_inline_chars: int = 8000

@@ -122,6 +122,7 @@ class EventType(StrEnum):
     MEMORY_CHANGED = "memory.changed"
     FLOW_RUN = "flow.run"
     FLOW_NODE = "flow.node"
+    NUDGE = "nudge"
 
 
 class PaymentStatus(StrEnum):

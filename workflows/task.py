@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         SegmentInput,
         StatusInput,
         StepInput,
+        SupersedeInput,
         ToolInput,
         ToolOutcome,
         TurnState,
@@ -70,6 +71,9 @@ TOOL_TIMEOUT = timedelta(minutes=2)
 PARKED_CALLS = ("needs_confirmation", "needs_credit")
 # The patch that stops a closed task's running jobs upstream instead of waiting for them.
 CANCEL_ON_STOP = "cancel-jobs-on-stop"
+# The patch that cancels jobs whose request a message took away while they ran: the
+# message they were made for moved to another task, or the person changed the request.
+CANCEL_ON_CHANGE = "cancel-jobs-on-change"
 # A summary is an optimization: after a few failures the context keeps one line per step.
 SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 # Early job ends kept at once: a turn places a handful of orders, not dozens.
@@ -491,11 +495,14 @@ class TaskWorkflow:
         """Park until the turn's jobs end, collect them, and say how they ended."""
         s = self.state
         await self._set_status(TaskStatus.WAITING_GENERATION, waiting=True)
+        watch = workflow.patched(CANCEL_ON_CHANGE)
         waited = ts.uncollected(s)
         for order_id in ts.open_orders(s):
-            await self._wait_terminal(order_id, honour_stop=True)
+            await self._wait_terminal(order_id, honour_stop=True, watch=watch)
         assets = [o for o in ts.uncollected(s) if await self._collect(o)]
-        await self._set_status(TaskStatus.RUNNING)
+        cancelled, cause = s.superseded, s.supersede_cause
+        s.checked, s.superseded, s.supersede_cause = set(), [], ""
+        await self._set_status(TaskStatus.RUNNING, cancelled=cancelled, cause=cause)
         present = [o for o in waited if o in s.present_orders]
         s.present_orders -= set(waited)
         return JobsEnded(
@@ -507,10 +514,11 @@ class TaskWorkflow:
             paused=s.pause_requested,
         )
 
-    async def _wait_terminal(self, order_id: str, honour_stop: bool) -> None:
+    async def _wait_terminal(self, order_id: str, honour_stop: bool, watch: bool = False) -> None:
         """Wait for a job's end: its signal, or a compensating poll after each timer. The
         timer doubles up to a cap (a job the upstream never finishes adds few events; its
-        deadline, checked by the poll, fails it)."""
+        deadline, checked by the poll, fails it). `watch`: a message that arrives meanwhile
+        is checked for taking the request away from the jobs (then they are cancelled)."""
         s = self.state
         polls = 0
         while s.waiting.get(order_id) not in TERMINAL_ORDER:
@@ -522,6 +530,7 @@ class TaskWorkflow:
                     lambda: (
                         s.waiting.get(order_id) in TERMINAL_ORDER
                         or (honour_stop and ts.must_end(s))
+                        or (watch and bool(ts.unchecked(s)))
                     ),
                     timeout=wait,
                 )
@@ -529,6 +538,10 @@ class TaskWorkflow:
                 pass
             if honour_stop and ts.must_end(s):
                 raise Stopped()
+            if watch and ts.unchecked(s):
+                await self._cancel_superseded()
+                polls -= 1  # woken by a message, not the timer: the wait does not grow
+                continue
             if s.waiting.get(order_id) not in TERMINAL_ORDER:
                 # A lost callback must not park the task forever.
                 st = await workflow.execute_activity_method(
@@ -632,11 +645,32 @@ class TaskWorkflow:
             await self._collect(order_id)
         return status
 
-    async def _cancel_open_orders(self) -> list[str]:
-        """Cancel the jobs still running upstream, in parallel; each order ends in the
-        state the upstream answers (cancelled, or how it had ended already)."""
+    async def _cancel_superseded(self) -> None:
+        """The messages that arrived while the jobs ran, checked once each: the jobs they
+        take the request away from are cancelled now, and said so when the wait ends. The
+        messages stay in the inbox: the next turn reads them (and makes the new request)."""
         s = self.state
-        open_ids = ts.open_orders(s)
+        ids = ts.unchecked(s)
+        s.checked.update(ids)
+        got = await workflow.execute_activity_method(
+            GenerationActivities.superseded_orders,
+            SupersedeInput(s.inp.task_id, s.inp.user_id, ids),
+            start_to_close_timeout=TOOL_TIMEOUT,
+            retry_policy=RETRY,
+        )
+        mine = [o for o in got.order_ids if o in ts.open_orders(s)]
+        if mine:
+            await self._cancel_orders(mine)
+            s.superseded.extend(o for o in mine if o not in s.superseded)
+            s.supersede_cause = got.cause
+
+    async def _cancel_open_orders(self) -> list[str]:
+        return await self._cancel_orders(ts.open_orders(self.state))
+
+    async def _cancel_orders(self, open_ids: list[str]) -> list[str]:
+        """Cancel jobs still running upstream, in parallel; each order ends in the state
+        the upstream answers (cancelled, or how it had ended already)."""
+        s = self.state
         states = await asyncio.gather(
             *(
                 workflow.execute_activity_method(
@@ -660,6 +694,7 @@ class TaskWorkflow:
         reason: str = "",
         waiting: bool = False,
         cancelled: list[str] | None = None,
+        cause: str = "",
     ) -> None:
         s = self.state
         self._upsert(status, waiting)
@@ -676,6 +711,7 @@ class TaskWorkflow:
                 fence=self._fence(),
                 present=present,
                 cancelled=cancelled or [],
+                cancel_cause=cause,
             ),
         )
 

@@ -70,6 +70,12 @@ class TaskRunState:
     asked: bool = False
     exhausted: bool = False
     end_state: TurnState | None = None
+    # While the task waits on jobs (not carried: no continue-as-new happens then): the
+    # inbox ids already checked for taking the request away from the jobs, the orders
+    # cancelled for that, and why ("moved", "changed").
+    checked: set[str] = field(default_factory=set)
+    superseded: list[str] = field(default_factory=list)
+    supersede_cause: str = ""
 
     def enqueue(self, message_id: str, received_at: str) -> None:
         if any(e.message_id == message_id for e in self.inbox):
@@ -173,6 +179,11 @@ def waiting_reason(s: TaskRunState) -> str:
 
 def uncollected(s: TaskRunState) -> list[str]:
     return [o for o in s.waiting if o not in s.collected]
+
+
+def unchecked(s: TaskRunState) -> list[str]:
+    """Inbox ids not yet checked against the running jobs."""
+    return [e.message_id for e in s.inbox if e.message_id not in s.checked]
 
 
 def open_orders(s: TaskRunState) -> list[str]:

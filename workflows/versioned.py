@@ -2,7 +2,7 @@
 
 Each says how its runs move between worker builds. A task or flow run is pinned: it
 finishes on the build it started on, so a changed workflow never meets an older history.
-The main thread and memory workflows never end: they move to the current build at their
+The main thread, memory and nudge workflows never end: they move to the current build at their
 next workflow task, so their changes must replay (tests/test_replay.py guards that).
 
 The SDK refuses a versioning behavior on an unversioned worker, so the behaviors live on
@@ -17,6 +17,7 @@ from temporalio.common import VersioningBehavior
 with workflow.unsafe.imports_passed_through():
     from lomo.contracts.flow_run import FlowRunInput
     from lomo.contracts.main_thread import MainThreadInput
+    from lomo.contracts.nudge import NudgeInput
     from lomo.contracts.task import TaskInput
     from memory.types import MemoryInput
 
@@ -24,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.flow_run import FlowRunWorkflow
 from workflows.main_thread import MainThreadWorkflow
 from workflows.memory import MemoryWorkflow
+from workflows.nudge import NudgeWorkflow
 from workflows.task import TaskWorkflow
 
 PINNED = VersioningBehavior.PINNED
@@ -58,9 +60,17 @@ class UpgradingMemoryWorkflow(MemoryWorkflow):
         await super().run(inp)
 
 
+@workflow.defn(name="NudgeWorkflow", versioning_behavior=AUTO_UPGRADE)
+class UpgradingNudgeWorkflow(NudgeWorkflow):
+    @workflow.run
+    async def run(self, inp: NudgeInput) -> None:
+        await super().run(inp)
+
+
 VERSIONED = [
     PinnedTaskWorkflow,
     PinnedFlowRunWorkflow,
     UpgradingMainThreadWorkflow,
     UpgradingMemoryWorkflow,
+    UpgradingNudgeWorkflow,
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlalchemy import update
 
 from api.dispatch.flows import flow_card_answered
+from api.dispatch.nudges import touch_nudges
 from api.dispatch.tasks import card_answered
 from api.services.card_effects import EFFECTS, HandoffState
 from api.services.handoff import within_bound
@@ -37,6 +38,7 @@ async def hand_on(state: HandoffState, card: Card) -> None:
     if card.task_id:
         await card_answered(client, card.task_id, card.id)
     await flow_card_answered(client, card)
+    await touch_nudges(client, state.settings, card.user_id)
     await mark_card_handed(state.db, card.id)
 
 

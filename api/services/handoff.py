@@ -21,6 +21,7 @@ from temporalio.client import Client, RPCTimeoutOrCancelledError
 
 from api.dispatch import TemporalGetter
 from api.dispatch.memory import request_extraction
+from api.dispatch.nudges import touch_nudges
 from api.dispatch.tasks import deliver_to_task, route_via_main
 from lomo import clock
 from lomo.db.engine import Database
@@ -152,6 +153,8 @@ async def hand_over(
     results = await asyncio.gather(
         to_task_or_main(),
         request_extraction(temporal, settings, user_id, message_id),
+        # The person spoke: their reminders look again (an answer resets the back-off).
+        touch_nudges(temporal, settings, user_id),
         return_exceptions=True,
     )
     for r in results:

@@ -35,3 +35,18 @@ def euros(cents: int, language: str | None = None) -> str:
     """An amount in euros the way the language writes it: 12.50 in English, 12,50 in German."""
     text = f"{cents / 100:.2f}"
     return text.replace(".", ",") if language == "de" else text
+
+
+# Units from the largest down: a wait is said in the largest unit that divides it evenly
+# enough to read ("2 hours", "90 minutes", "4 seconds").
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def duration(seconds: float, language: str | None = None) -> str:
+    """A wait in words, in the largest whole unit: 7200 → "2 hours", 5400 → "90 minutes"."""
+    whole = max(round(seconds), 0)
+    for unit, size in _UNITS:
+        if whole >= size and whole % size == 0:
+            n = whole // size
+            return say(f"duration.{unit}.{'one' if n == 1 else 'many'}", language, n=n)
+    return say("duration.second.many", language, n=whole)

@@ -28,6 +28,10 @@ WORDS: dict[str, str] = {
     "cancel.noun.video": "Video",
     "cancel.noun.audio": "Audioclip",
     "cancel.noun.3d": "3D-Modell",
+    "cancel.cause.moved": (
+        "Die Nachricht, für die das gemacht wurde, wurde in eine andere Aufgabe verschoben."
+    ),
+    "cancel.cause.changed": "Du hast den Auftrag geändert, während er lief.",
     "cancel.free": "Abgebrochen: {noun} „{name}“, bevor es begonnen hatte; nichts wurde berechnet.",
     "cancel.partial": "Abgebrochen: {noun} „{name}“ bei {percent} %; {amount} EUR für den "
     "schon gemachten Teil berechnet.",
@@ -120,4 +124,19 @@ WORDS: dict[str, str] = {
         "Der Auftrag für „{name}“ ist nicht innerhalb von {minutes} Minuten fertig "
         "geworden, deshalb warte ich nicht länger darauf."
     ),
+    # Erinnerungen (docs/architecture.md#nudges)
+    "nudge.card": "Eine Frage hier wartet noch auf deine Antwort.",
+    "nudge.finished": "Die Arbeit hier ist fertig und wartet darauf, dass du sie ansiehst.",
+    "nudge.again": "Ich warte {wait}, bevor ich dich wieder erinnere.",
+    "nudge.last": "Daran erinnere ich dich nicht noch einmal.",
+    "nudge.batch.one": "Eine Aufgabe wartet auf dich: {goals}.",
+    "nudge.batch.many": "{count} Aufgaben warten auf dich: {goals}.",
+    "duration.second.one": "{n} Sekunde",
+    "duration.second.many": "{n} Sekunden",
+    "duration.minute.one": "{n} Minute",
+    "duration.minute.many": "{n} Minuten",
+    "duration.hour.one": "{n} Stunde",
+    "duration.hour.many": "{n} Stunden",
+    "duration.day.one": "{n} Tag",
+    "duration.day.many": "{n} Tage",
 }

@@ -28,6 +28,8 @@ WORDS: dict[str, str] = {
     "cancel.noun.video": "video",
     "cancel.noun.audio": "audio clip",
     "cancel.noun.3d": "3D model",
+    "cancel.cause.moved": "The message this was made for was moved to another task.",
+    "cancel.cause.changed": "You changed the request while it was being made.",
     "cancel.free": "Cancelled the {noun} “{name}” before it started: nothing was charged.",
     "cancel.partial": "Cancelled the {noun} “{name}” at {percent} %: {amount} EUR charged "
     "for the part already made.",
@@ -109,4 +111,19 @@ WORDS: dict[str, str] = {
     "generation.deadline_free": (
         "The job for “{name}” did not finish within {minutes} minutes, so I stopped waiting for it."
     ),
+    # Nudges (docs/architecture.md#nudges)
+    "nudge.card": "A question here is still waiting for your answer.",
+    "nudge.finished": "The work here is finished and waiting for you to look at it.",
+    "nudge.again": "I'll wait {wait} before reminding you again.",
+    "nudge.last": "I won't remind you of this again.",
+    "nudge.batch.one": "One task is waiting for you: {goals}.",
+    "nudge.batch.many": "{count} tasks are waiting for you: {goals}.",
+    "duration.second.one": "{n} second",
+    "duration.second.many": "{n} seconds",
+    "duration.minute.one": "{n} minute",
+    "duration.minute.many": "{n} minutes",
+    "duration.hour.one": "{n} hour",
+    "duration.hour.many": "{n} hours",
+    "duration.day.one": "{n} day",
+    "duration.day.many": "{n} days",
 }
