@@ -63,7 +63,8 @@ scenarios: install
 
 # The offline model's intent recognition on the held-out requests, per intent and language.
 intents-eval: install
-	OPENBLAS_NUM_THREADS=1 .venv/bin/python -m standin.eval tests/data/heldout_intents_v2.jsonl
+	OPENBLAS_NUM_THREADS=1 .venv/bin/python -m standin.eval tests/data/heldout_intents_v2.jsonl \
+		tests/data/heldout_intents_v3.jsonl
 
 clean:
 	rm -rf .venv .lomo .mypy_cache .ruff_cache

@@ -1,6 +1,6 @@
 """Held-out accuracy of the intent recogniser, per intent and per language.
 
-python -m standin.eval tests/data/heldout_intents_v2.jsonl
+python -m standin.eval [FILE ...]   (default: both clean sets, v2 and v3)
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
+CLEAN_SETS = ("tests/data/heldout_intents_v2.jsonl", "tests/data/heldout_intents_v3.jsonl")
+
+
 def main(argv: list[str]) -> int:
-    path = Path(argv[0] if argv else "tests/data/heldout_intents_v2.jsonl")
-    report = evaluate(read_rows(path), recogniser())
-    print("\n".join(report.lines()))
+    for path in map(Path, argv or CLEAN_SETS):
+        report = evaluate(read_rows(path), recogniser())
+        print("\n".join([path.name, *report.lines(), ""]))
     return 0
 
 

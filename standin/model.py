@@ -9,6 +9,7 @@ is listed in docs/architecture.md#processes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from llm.types import (
 )
 from routing.text import detect_language
 from standin.film import film_step, is_film_task
-from standin.intents import MEDIA, recognise
+from standin.intents import MEDIA, recognise, recogniser
 from standin.notes import notes_of, notes_step
 from standin.planner import plan_step
 from standin.replies import kind_word, ready, say
@@ -52,6 +53,12 @@ def _person_text(texts: list[str]) -> str:
     return " ".join(t for t in texts if not t.startswith("[runtime]"))
 
 
+async def _recogniser_loaded() -> None:
+    """The recogniser loads on first use (the embedder and the fits take tens of seconds on
+    a busy machine): off the event loop, where other requests' database turns wait."""
+    await asyncio.to_thread(recogniser)
+
+
 class OfflineModel:
     name = "offline"
 
@@ -61,6 +68,7 @@ class OfflineModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.purpose == "route":
+            await _recogniser_loaded()
             return self._route(request)
         if request.purpose == "summarize":
             from standin.summarize import summarize
@@ -75,6 +83,7 @@ class OfflineModel:
             from standin.extract import offline_extract
 
             return offline_extract(request)
+        await _recogniser_loaded()
         person = person_texts(request.messages)
         if forget := forget_step(request, person):
             return forget
