@@ -6,10 +6,10 @@ person's raw messages, embedded) and BM25 over the same texts with their event d
 out (memory/dates.py). Names, rare words and dates are where embeddings are weak and the
 lexical side is strong; paraphrase is the reverse.
 
-SQL is the truth for every candidate: a superseded or deleted version, a forgotten message
-or another task's memory never comes back, whatever the indexes still hold. A message whose
-fact changed later comes with the fact's current version right before it, and is marked as
-history.
+SQL is the truth for every candidate: a superseded or deleted version, a forgotten message,
+words the person corrected (memory/services.py `withheld_words`) or another task's memory
+never comes back, whatever the indexes still hold. A message whose fact changed later comes
+with the fact's current version right before it, and is marked as history.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from lomo.db.engine import Database
@@ -26,7 +26,7 @@ from lomo.db.models import MessageRow
 from memory.dates import dated, day_words
 from memory.lexical import BM25
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
-from memory.services import MemoryServices, forgotten_words
+from memory.services import MemoryServices, withheld_words
 
 # Below the usual 60, so the first few places of a ranking decide; the lexical ranking
 # counts double, as the embedder misses names and dates (set on two LoCoMo conversations).
@@ -58,25 +58,35 @@ _corpora: OrderedDict[tuple[str, str], _Corpus] = OrderedDict()
 
 
 async def _fingerprint(s: AsyncSession, user_id: str) -> tuple[object, ...]:
-    """Changes whenever a text is added, forgotten or replaced (one cheap read per query)."""
+    """Changes whenever a text is added, forgotten, replaced, corrected or deleted (two cheap
+    reads per query). The corpus may live in another process than the writes (the memory
+    service), so SQL is asked, never told; and SQL checks every hit again in any case."""
     ev = (
         await s.execute(
-            select(func.count(Evidence.id), func.max(Evidence.created_at)).where(
-                Evidence.user_id == user_id, Evidence.usable.is_(True)
-            )
+            select(
+                func.count(Evidence.id),
+                func.count(Evidence.forgotten_at),
+                func.max(Evidence.created_at),
+                func.max(Evidence.forgotten_at),
+            ).where(Evidence.user_id == user_id)
         )
     ).one()
     mv = (
         await s.execute(
-            select(func.count(MemoryVersion.id), func.max(MemoryVersion.created_at)).where(
-                MemoryVersion.user_id == user_id, MemoryVersion.status == "active"
-            )
+            select(
+                func.count(MemoryVersion.id),
+                func.sum(case((MemoryVersion.status == "active", 1), else_=0)),
+                func.max(MemoryVersion.created_at),
+                func.max(MemoryVersion.deleted_at),
+            ).where(MemoryVersion.user_id == user_id)
         )
     ).one()
     return (*ev, *mv)
 
 
-async def _corpus(db: Database, user_id: str) -> _Corpus:
+async def corpus(db: Database, user_id: str) -> _Corpus:
+    """The person's lexical index as recall reads it: built from what SQL allows, cached
+    while the fingerprint holds."""
     async with db.session() as s:
         fp = await _fingerprint(s, user_id)
         key = (db.url, user_id)
@@ -92,7 +102,7 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
                 .order_by(func.coalesce(MessageRow.created_at, Evidence.created_at))
             )
         ).all()
-        hidden = await forgotten_words(s, user_id)
+        hidden = await withheld_words(s, user_id)
         evidence = [e for e in evidence if e[0] not in hidden]
         versions = (
             await s.execute(
@@ -110,11 +120,11 @@ async def _corpus(db: Database, user_id: str) -> _Corpus:
         for i, (_, _, said, made) in enumerate(evidence)
     ]
     docs += [dated(content, since) for _, content, since in versions]
-    corpus = _Corpus(fp, ids, BM25(docs))
-    _corpora[key] = corpus
+    built = _Corpus(fp, ids, BM25(docs))
+    _corpora[key] = built
     while len(_corpora) > CORPORA:
         _corpora.popitem(last=False)
-    return corpus
+    return built
 
 
 def fuse(rankings: list[list[str]], weights: tuple[float, ...]) -> list[str]:
@@ -139,8 +149,8 @@ async def recall(
     profile's). A failing vector index raises: the caller degrades to "no memory"."""
     depth = max(limit * 3, 30)
     hits = await services.search(user_id, task_id, query, depth, evidence=True)
-    corpus = await _corpus(db, user_id)
-    lexical = [corpus.ids[i] for i, _ in corpus.bm25.top(query, depth)]
+    lex = await corpus(db, user_id)
+    lexical = [lex.ids[i] for i, _ in lex.bm25.top(query, depth)]
     ranked = [i for i in fuse([[h.id for h in hits], lexical], WEIGHTS) if i not in (skip or set())]
     async with db.session() as s:
         found = await _checked(s, user_id, task_id, ranked)
@@ -190,7 +200,7 @@ async def _checked(
     ev_ids = [i for i in ids if i.startswith("evd")]
     if not ev_ids:
         return out
-    hidden = await forgotten_words(s, user_id, ev_ids)
+    hidden = await withheld_words(s, user_id, ev_ids)
     rows = await s.execute(
         select(Evidence, MessageRow.created_at, MessageRow.task_id)
         .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)

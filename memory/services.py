@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
@@ -144,7 +145,7 @@ class MemoryServices:
                     .where(Evidence.id.in_(ids))
                 )
             ).all()
-            hidden = await forgotten_words(s, rows[0][0].user_id, ids) if rows else set()
+            hidden = await withheld_words(s, rows[0][0].user_id, ids) if rows else set()
             # Embedded with the day it was said and the dates it refers to (memory/dates.py).
             usable = [
                 (ev, dated(ev.text, said or ev.created_at))
@@ -200,21 +201,43 @@ class MemoryServices:
         return hits[:limit]
 
 
-async def forgotten_words(
+async def withheld_words(
     s: AsyncSession, user_id: str, evidence_ids: list[str] | None = None
 ) -> set[str]:
-    """The person's evidence whose words must not come back: forgotten itself, or the source
-    of a version a forget deleted (its other words build on the forgotten ones)."""
+    """The person's evidence whose words must not come back through recall: forgotten
+    itself; the source of a version a forget deleted (its other words build on the
+    forgotten ones); or the source of a version the person corrected afterwards (wrong by
+    their own word, so never shown again, not even as history: a change over time is)."""
     unusable = select(Evidence.id).where(Evidence.user_id == user_id, Evidence.usable.is_(False))
     built_on = (
         select(MemoryLink.source_id)
         .join(MemoryVersion, MemoryVersion.id == MemoryLink.target_id)
-        .where(MemoryVersion.user_id == user_id, MemoryVersion.status == "deleted")
+        .where(
+            MemoryVersion.user_id == user_id,
+            MemoryVersion.status == "deleted",
+            MemoryLink.source_kind == "evidence",
+        )
+    )
+    later = aliased(MemoryVersion)
+    corrected = (
+        select(MemoryLink.source_id)
+        .join(MemoryVersion, MemoryVersion.id == MemoryLink.target_id)
+        .join(
+            later,
+            (later.memory_id == MemoryVersion.memory_id)
+            & (later.version > MemoryVersion.version)
+            & (later.relation == "CORRECT"),
+        )
+        .where(MemoryVersion.user_id == user_id, MemoryLink.source_kind == "evidence")
     )
     if evidence_ids is not None:
         unusable = unusable.where(Evidence.id.in_(evidence_ids))
         built_on = built_on.where(MemoryLink.source_id.in_(evidence_ids))
-    return set(await s.scalars(unusable)) | set(await s.scalars(built_on))
+        corrected = corrected.where(MemoryLink.source_id.in_(evidence_ids))
+    out: set[str] = set()
+    for query in (unusable, built_on, corrected):
+        out |= set(await s.scalars(query))
+    return out
 
 
 async def sources_of(s: AsyncSession, version_ids: list[str]) -> list[str]:

@@ -165,5 +165,9 @@ class MemoryWrites:
                 select(MemoryVersion.id).where(MemoryVersion.memory_id == memory.id)
             )
             sync = list(previous)
+            # The words behind the corrected versions are wrong by the person's own word:
+            # they leave the evidence index (recall's SQL check withholds them too).
+            corrected = [e for e in await sources_of(s, sync) if e != ev.id]
         await self.services.sync_versions(self.db, sync)
+        await self.services.sync_evidence(self.db, corrected)
         return CorrectOutput(memory.id, version.id, version.version)
