@@ -27,6 +27,7 @@ import json
 import logging
 import random
 import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -45,7 +46,7 @@ from cards.store import answer_card, create_card
 from lomo.auth import create_user
 from lomo.db.engine import Database
 from lomo.db.migrate import upgrade
-from lomo.db.models import MessageRow
+from lomo.db.models import MessageRow, User
 from lomo.ids import new_id
 from lomo.settings import Settings
 from memory.context import memory_for_context
@@ -183,7 +184,9 @@ async def open_person(root: Path, embedder: Embedder, provider: str) -> Person:
         db=db, http=httpx.AsyncClient(), assets=AssetStore(root / "assets"), settings=settings
     )
     async with db.session() as s:
-        user, _ = await create_user(s, "locomo")
+        user = await s.scalar(select(User).where(User.name == "locomo"))  # a kept store
+        if user is None:
+            user, _ = await create_user(s, "locomo")
     acts = MemoryActivities(deps, build_provider(settings), services)
     return Person(root, db, deps, acts, services, user.id)
 
@@ -305,26 +308,57 @@ async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run)
     return forgotten
 
 
+async def person_of(conv: Conversation, root: Path, embedder: Embedder, provider: str) -> Person:
+    """The conversation's person, fed once: a kept store (--keep) is fed only when new, so a
+    change to recall alone is measured again without storing every turn again."""
+    fed = root / "fed.json"
+    p = await open_person(root, embedder, provider)
+    if fed.exists():
+        p.dia_of = json.loads(fed.read_text())
+        return p
+    t = time.perf_counter()
+    await feed(p, conv)
+    log.warning(
+        "%s: %d turns stored in %.0f s", conv.name, len(conv.turns), time.perf_counter() - t
+    )
+    fed.write_text(json.dumps(p.dia_of))
+    return p
+
+
+async def close(p: Person) -> None:
+    await p.deps.http.aclose()
+    await p.services.index.close()
+    await p.db.dispose()
+
+
+async def one(conv: Conversation, root: Path, args: argparse.Namespace, run: Run) -> None:
+    embedder = shared_embedder(args.embedder)
+    p = await person_of(conv, root, embedder, args.provider)
+    await measure(p, conv, Baselines(conv, embedder), args.ks, run)
+    await size(p, run)
+    await close(p)
+    if not args.forget:
+        return
+    # Forgetting changes the memory for good: a kept store is forgotten in a copy.
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "person"
+        shutil.copytree(root, copy)
+        p = await person_of(conv, copy, embedder, args.provider)
+        await forgetting_check(p, conv, args.forget, run)
+        await close(p)
+
+
 async def main(args: argparse.Namespace) -> Run:
     convs = load(Path(args.data))[: args.conversations or None]
-    ks = sorted(int(k) for k in args.k.split(","))
-    embedder = shared_embedder(args.embedder)
     run = Run()
     for conv in convs:
+        if args.keep:
+            root = Path(args.keep) / conv.name
+            root.mkdir(parents=True, exist_ok=True)
+            await one(conv, root, args, run)
+            continue
         with tempfile.TemporaryDirectory() as tmp:
-            p = await open_person(Path(tmp), embedder, args.provider)
-            t = time.perf_counter()
-            await feed(p, conv)
-            log.warning(
-                "%s: %d turns stored in %.0f s", conv.name, len(conv.turns), time.perf_counter() - t
-            )
-            await measure(p, conv, Baselines(conv, embedder), ks, run)
-            await size(p, run)
-            if args.forget:
-                await forgetting_check(p, conv, args.forget, run)
-            await p.deps.http.aclose()
-            await p.services.index.close()
-            await p.db.dispose()
+            await one(conv, Path(tmp), args, run)
     return run
 
 
@@ -368,7 +402,11 @@ if __name__ == "__main__":
     ap.add_argument("--forget", type=int, default=10, help="turns forgotten per conversation")
     ap.add_argument("--embedder", default="usem", choices=["usem", "fake"])
     ap.add_argument("--provider", default="offline", help="the extraction model's provider")
+    ap.add_argument(
+        "--keep", default="", help="keep each fed memory under this directory and reuse it"
+    )
     args = ap.parse_args()
+    args.ks = sorted(int(k) for k in args.k.split(","))
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     result = asyncio.run(main(args))
-    print("\n".join(report(result, sorted(int(k) for k in args.k.split(",")))))
+    print("\n".join(report(result, args.ks)))
