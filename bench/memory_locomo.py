@@ -15,8 +15,9 @@ reported apart.
 
 Baselines over the same message texts: BM25 (memory/lexical.py) and the project's embedder
 with exact nearest-neighbour search. The forgetting check forgets a sample of recalled
-turns through the forget card path and asks their questions again: no forgotten turn may
-come back.
+turns through the forget card path and asks their questions and the turns' exact words
+again: no forgotten turn may come back, nor stay in the lexical corpus or the evidence
+vectors.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from lomo.settings import Settings
 from memory.context import memory_for_context
 from memory.lexical import BM25
 from memory.models import Evidence, MemoryVersion
+from memory.recall import corpus
 from memory.services import MemoryServices, install_services
 from memory.types import ExtractInput, ForgetInput
 from tools.base import ToolDeps
@@ -152,6 +154,7 @@ class Run:
     bytes: int = 0
     forgotten: int = 0
     came_back: int = 0
+    still_indexed: int = 0
 
 
 @dataclass
@@ -264,8 +267,9 @@ async def size(p: Person, run: Run) -> None:
     run.bytes += sum(f.stat().st_size for f in p.root.rglob("*") if f.is_file())
 
 
-async def forget_turn(p: Person, text: str) -> set[str]:
-    """Forget a message through a confirmed forget card; the turns it took with it."""
+async def forget_turn(p: Person, text: str) -> tuple[set[str], list[str]]:
+    """Forget a message through a confirmed forget card: the turns it took with it, and the
+    evidence it made unusable."""
     async with p.db.session() as s:
         card = await create_card(
             s, user_id=p.user_id, kind="forget", title="forget?", payload={"text": text}
@@ -281,12 +285,25 @@ async def forget_turn(p: Person, text: str) -> set[str]:
                 )
             )
         )
-        return {p.dia_of[m] for (m,) in rows.all() if m in p.dia_of}
+        turns = {p.dia_of[m] for (m,) in rows.all() if m in p.dia_of}
+    return turns, list(out.evidence_ids)
+
+
+async def still_indexed(p: Person, evidence_ids: set[str], texts: list[str]) -> int:
+    """Forgotten evidence an index recall reads still holds: the lexical corpus, or the
+    evidence vectors nearest to the forgotten words."""
+    left = set((await corpus(p.db, p.user_id)).ids) & evidence_ids
+    for vec in await p.services.embed(texts):
+        hits = await p.services.index.search(
+            p.services.evidence_collection, vec, 20, {"user_id": p.user_id}
+        )
+        left |= {h.id for h in hits} & evidence_ids
+    return len(left)
 
 
 async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run) -> set[str]:
-    """Forget a sample of turns the memory recalls, ask their questions again: none of the
-    forgotten turns may come back."""
+    """Forget a sample of turns the memory recalls, then ask their questions and their exact
+    words again: none of the forgotten turns may come back, nor stay in an index."""
     by_dia = {t.dia_id: t for t in conv.turns}
     pairs: list[tuple[Question, str]] = []
     for q in conv.questions:
@@ -298,13 +315,20 @@ async def forgetting_check(p: Person, conv: Conversation, sample: int, run: Run)
                 pairs.append((q, turn))
     chosen = random.Random(7).sample(pairs, min(sample, len(pairs)))
     forgotten: set[str] = set()
+    evidence: set[str] = set()
     for _, turn in chosen:
         if turn not in forgotten:
-            forgotten |= await forget_turn(p, by_dia[turn].message)
+            turns, ids = await forget_turn(p, by_dia[turn].message)
+            forgotten |= turns
+            evidence |= set(ids)
     run.forgotten += len(forgotten)
-    for q, _ in chosen:
-        ranked, _, _ = await ask(p, q.text)
-        run.came_back += len({d for sources in ranked for d in sources} & forgotten)
+    for q, turn in chosen:
+        for query in (q.text, by_dia[turn].text):
+            ranked, _, _ = await ask(p, query)
+            run.came_back += len({d for sources in ranked for d in sources} & forgotten)
+    run.still_indexed += await still_indexed(
+        p, evidence, [by_dia[t].message for t in sorted(forgotten)]
+    )
     return forgotten
 
 
@@ -386,7 +410,10 @@ def report(run: Run, ks: list[int]) -> list[str]:
     lines.append(
         f"memory: {run.facts} facts, {run.vectors} vectors, {run.bytes / 1e6:.1f} MB on disk"
     )
-    lines.append(f"forgetting: {run.forgotten} turns forgotten, {run.came_back} came back")
+    lines.append(
+        f"forgetting: {run.forgotten} turns forgotten, {run.came_back} came back, "
+        f"{run.still_indexed} still in an index"
+    )
     k = max(ks)
     lines.append(
         f"locomo evidence recall@{k}: " + " ".join(f"{m} {mean(main, m, k):.3f}" for m in methods)

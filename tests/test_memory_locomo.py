@@ -160,7 +160,8 @@ async def test_forgotten_turns_never_come_back_through_recall(
 ) -> None:
     run = Run()
     forgotten = await forgetting_check(person, conversation, 2, run)
-    assert forgotten and run.forgotten == len(forgotten) and run.came_back == 0
+    assert forgotten and run.forgotten == len(forgotten)
+    assert run.came_back == 0 and run.still_indexed == 0
     for q in conversation.questions:  # every question, not only the sampled ones
         ranked, _, _ = await ask(person, q.text + " pottery class bowl glaze")
         assert not {d for sources in ranked for d in sources} & forgotten
