@@ -32,9 +32,10 @@ from memory.services import MemoryServices, withheld_words
 # counts double, as the embedder misses names and dates (set on two LoCoMo conversations).
 RRF_K = 10
 WEIGHTS = (0.5, 1.0)  # vector ranking, lexical ranking
-# Messages said just before a message whose words its lexical text carries: a reply ("Yes,
-# last week!") is found by what it answered.
-CONTEXT = 1
+# The messages said just before and just after a message whose words its lexical text
+# carries: a reply ("Yes, last week!") is found by what it answered, two turns back when a
+# question came in between, and a remark by what it led to ("Where was that?").
+BEFORE, AFTER = 2, 1
 CORPORA = 64  # people whose lexical index is kept in this process
 
 
@@ -114,9 +115,14 @@ async def corpus(db: Database, user_id: str) -> _Corpus:
     ids = [e[0] for e in evidence] + [v[0] for v in versions]
     texts = [text for _, text, _, _ in evidence]
     docs = [
-        # A reply is found by what it replied to ("Yes, last week!" answers the turn
-        # before); the dates are its own.
-        " ".join([*texts[max(0, i - CONTEXT) : i], dated(texts[i], said or made)])
+        # The dates are the message's own; its neighbours lend their words only.
+        " ".join(
+            [
+                *texts[max(0, i - BEFORE) : i],
+                dated(texts[i], said or made),
+                *texts[i + 1 : i + 1 + AFTER],
+            ]
+        )
         for i, (_, _, said, made) in enumerate(evidence)
     ]
     docs += [dated(content, since) for _, content, since in versions]
