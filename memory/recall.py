@@ -1,10 +1,11 @@
 """Recall for a step's memory layer: the person's memories and their own words that answer a
 query, best first, each with the messages it came from.
 
-Two rankings are fused by reciprocal rank (RRF): the vector index (memory versions and the
-person's raw messages, embedded) and BM25 over the same texts with their event dates written
-out (memory/dates.py). Names, rare words and dates are where embeddings are weak and the
-lexical side is strong; paraphrase is the reverse.
+Three rankings are fused by reciprocal rank (RRF): the vector index (memory versions and the
+person's raw messages, embedded), BM25 over the same texts with their event dates written
+out (memory/dates.py) and their neighbouring messages' words, and BM25 over each text alone.
+Names, rare words and dates are where embeddings are weak and the lexical side is strong;
+paraphrase is the reverse.
 
 SQL is the truth for every candidate: a superseded or deleted version, a forgotten message,
 words the person corrected (memory/services.py `withheld_words`) or another task's memory
@@ -28,10 +29,13 @@ from memory.lexical import BM25
 from memory.models import Evidence, Memory, MemoryLink, MemoryVersion
 from memory.services import MemoryServices, withheld_words
 
-# Below the usual 60, so the first few places of a ranking decide; the lexical ranking
-# counts double, as the embedder misses names and dates (set on two LoCoMo conversations).
+# Below the usual 60, so the first few places of a ranking decide. Three rankings: the
+# vector index; BM25 over each text with its neighbours' words, which counts double, as
+# the embedder misses names and dates; and BM25 over each text alone, so the message that
+# said the words ranks above the neighbours that only lend them (set on LoCoMo
+# conversations 26, 30 and 50).
 RRF_K = 10
-WEIGHTS = (0.5, 1.0)  # vector ranking, lexical ranking
+WEIGHTS = (0.5, 1.0, 0.5)  # vectors, words with their neighbours, words alone
 # The messages said just before and just after a message whose words its lexical text
 # carries: a reply ("Yes, last week!") is found by what it answered, two turns back when a
 # question came in between, and a remark by what it led to ("Where was that?").
@@ -52,7 +56,8 @@ class Recalled:
 class _Corpus:
     fingerprint: tuple[object, ...]
     ids: list[str]
-    bm25: BM25
+    bm25: BM25  # each text with its neighbours' words
+    own: BM25  # each text alone: what was said in it ranks it above its neighbours
 
 
 _corpora: OrderedDict[tuple[str, str], _Corpus] = OrderedDict()
@@ -125,8 +130,9 @@ async def corpus(db: Database, user_id: str) -> _Corpus:
         )
         for i, (_, _, said, made) in enumerate(evidence)
     ]
-    docs += [dated(content, since) for _, content, since in versions]
-    built = _Corpus(fp, ids, BM25(docs))
+    alone = [dated(text, said or made) for _, text, said, made in evidence]
+    facts = [dated(content, since) for _, content, since in versions]
+    built = _Corpus(fp, ids, BM25(docs + facts), BM25(alone + facts))
     _corpora[key] = built
     while len(_corpora) > CORPORA:
         _corpora.popitem(last=False)
@@ -156,8 +162,9 @@ async def recall(
     depth = max(limit * 3, 30)
     hits = await services.search(user_id, task_id, query, depth, evidence=True)
     lex = await corpus(db, user_id)
-    lexical = [lex.ids[i] for i, _ in lex.bm25.top(query, depth)]
-    ranked = [i for i in fuse([[h.id for h in hits], lexical], WEIGHTS) if i not in (skip or set())]
+    rankings = [[h.id for h in hits]]
+    rankings += [[lex.ids[i] for i, _ in index.top(query, depth)] for index in (lex.bm25, lex.own)]
+    ranked = [i for i in fuse(rankings, WEIGHTS) if i not in (skip or set())]
     async with db.session() as s:
         found = await _checked(s, user_id, task_id, ranked)
         out: list[Recalled] = []
