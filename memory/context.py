@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -31,6 +31,7 @@ from memory.models import (
     MemoryVersion,
     ProfileSnapshot,
 )
+from memory.recall import Recalled, recall
 from memory.services import get_services
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class MemoryContext:
     items: list[str] = field(default_factory=list)  # retrieved memories with provenance
     degraded: str | None = None  # why memory is missing or partial this step
     version_ids: list[str] = field(default_factory=list)  # pass to usage_writes
+    sources: list[list[str]] = field(default_factory=list)  # per item: the messages behind it
 
 
 @dataclass
@@ -94,39 +96,13 @@ async def _profile(deps: MemoryDeps, user_id: str, task_id: str) -> tuple[Memory
 
 async def _items(
     deps: MemoryDeps, user_id: str, task_id: str, query: str, skip: set[str], adopt: bool
-) -> tuple[list[str], list[str]]:
-    limit = deps.settings.memory_top_k
+) -> list[Recalled]:
     if adopt:
         await _adopt_task_memories(deps, user_id, task_id)
-    hits = await get_services(deps.settings).search(user_id, task_id, query, limit * 2)
-    ids = [h.id for h in hits if h.id not in skip]
-    if not ids:
-        return [], []
-    # The versions found with their sources, in one query (read on the path of every step
-    # of a person with memories): a row per source, or one without when it has none.
-    async with deps.db.session() as s:
-        rows = await run(s, Query(_FOUND, {"ids": ids}))
-    prov: dict[str, list[str]] = {}
-    by_id: dict[str, tuple[Any, ...]] = {}
-    for *row, relation, ref in rows:
-        by_id[row[0]] = tuple(row)
-        if relation is not None:
-            prov.setdefault(row[0], []).append(f"{relation} {ref}")
-    items: list[str] = []
-    used: list[str] = []
-    for vid in ids:  # best first; SQL is the truth, a stale vector never leaks
-        if vid not in by_id:
-            continue
-        _, v_status, content, version, mid, scope, m_task, m_status, m_user, kind = by_id[vid]
-        visible = scope != "task" or m_task == task_id
-        if v_status != "active" or m_status != "active" or m_user != user_id or not visible:
-            continue
-        where = ", ".join(prov.get(vid, []))
-        items.append(f"{content} [{mid} v{version}, {kind}, {scope}; {where}]")
-        used.append(vid)
-        if len(items) >= limit:
-            break
-    return items, used
+    services = get_services(deps.settings)
+    return await recall(
+        deps.db, services, user_id, task_id, query, deps.settings.memory_top_k, skip
+    )
 
 
 async def _adopt_task_memories(deps: MemoryDeps, user_id: str, task_id: str) -> None:
@@ -215,7 +191,7 @@ async def _search(
     a slow or failing search leaves the profile only, with the reason."""
     timeout = deps.settings.memory_timeout_seconds
     try:
-        items, used = await asyncio.wait_for(
+        found = await asyncio.wait_for(
             _items(deps, user_id, task_id, query, set(ctx.version_ids), unbound), left
         )
     except TimeoutError:
@@ -225,7 +201,9 @@ async def _search(
         log.warning("memory search unavailable for %s: %r", user_id, e)
         ctx.degraded = f"memory search unavailable ({type(e).__name__}); profile only"
         return ctx
-    ctx.items, ctx.version_ids = items, [*ctx.version_ids, *used]
+    ctx.items = [r.line for r in found]
+    ctx.sources = [r.message_ids for r in found]
+    ctx.version_ids = [*ctx.version_ids, *(r.version_id for r in found if r.version_id)]
     return ctx
 
 
@@ -276,32 +254,6 @@ async def exclusions(session: AsyncSession, user_id: str) -> Exclusions:
     return exclusions_of(*rows)
 
 
-# The usable sources of a memory version.
-_SOURCE = (
-    select(MemoryLink.target_id, MemoryLink.relation, Evidence.source_ref)
-    .join(Evidence, Evidence.id == MemoryLink.source_id)
-    .where(Evidence.usable.is_(True))
-    .subquery("source")
-)
-_FOUND = (
-    select(
-        MemoryVersion.id,
-        MemoryVersion.status,
-        MemoryVersion.content,
-        MemoryVersion.version,
-        Memory.id,
-        Memory.scope,
-        Memory.task_id,
-        Memory.status,
-        Memory.user_id,
-        Memory.kind,
-        _SOURCE.c.relation,
-        _SOURCE.c.source_ref,
-    )
-    .join(Memory, Memory.id == MemoryVersion.memory_id)
-    .outerjoin(_SOURCE, _SOURCE.c.target_id == MemoryVersion.id)
-    .where(MemoryVersion.id.in_(bindparam("ids", expanding=True)))
-)
 # A forgotten message, with the step that read it (if one did).
 _FORGOTTEN = (
     select(

@@ -26,7 +26,7 @@ from memory.episodes import write_episodes
 from memory.extraction import extract_message, finish
 from memory.forget import forget
 from memory.models import Evidence, ForgetRecord, Memory, MemoryVersion
-from memory.services import MemoryServices
+from memory.services import MemoryServices, sources_of
 from memory.text import key_part
 from memory.types import (
     CorrectInput,
@@ -67,6 +67,7 @@ class MemoryWrites:
         except (ModelOutputError, NotFound) as e:
             raise Refused(str(e)) from e
         await self.services.sync_versions(self.db, res.version_ids)
+        await self.services.sync_evidence(self.db, [res.evidence_id])
         # The task summaries it touched are drafts until the model rewrote them.
         await write_episodes(self.db, self.provider, inp.user_id)
         stored = sum(1 for o in res.outcomes if o.get("outcome") not in (None, "dropped"))
@@ -110,6 +111,10 @@ class MemoryWrites:
                 raise Refused(str(e)) from e
         await self.services.sync_versions(self.db, res.version_ids_to_sync)
         await self.services.delete_memories(res.deleted_memory_ids)
+        async with self.db.session() as s:
+            # Words that built on the forgotten ones leave the index with them.
+            built_on = await sources_of(s, res.deleted_version_ids)
+        await self.services.sync_evidence(self.db, [*res.evidence_ids, *built_on])
         await write_episodes(self.db, self.provider, inp.user_id)
         return ForgetOutput(res.evidence_ids, res.deleted_version_ids, res.profile_version)
 
@@ -160,5 +165,9 @@ class MemoryWrites:
                 select(MemoryVersion.id).where(MemoryVersion.memory_id == memory.id)
             )
             sync = list(previous)
+            # The words behind the corrected versions are wrong by the person's own word:
+            # they leave the evidence index (recall's SQL check withholds them too).
+            corrected = [e for e in await sources_of(s, sync) if e != ev.id]
         await self.services.sync_versions(self.db, sync)
+        await self.services.sync_evidence(self.db, corrected)
         return CorrectOutput(memory.id, version.id, version.version)
