@@ -4,6 +4,7 @@ returns its plan; a request the room calls unroutable fails without retries."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,7 @@ from activities.routing_move import move_previous
 from llm.types import ModelProvider
 from lomo import clock as platform_clock
 from lomo.db.engine import Database
+from lomo.heartbeat import heartbeating
 from lomo.settings import Settings
 from routing.errors import Unroutable
 from routing.index import TaskIndex
@@ -49,7 +51,12 @@ class RoutingActivities:
     @activity.defn(name="route_message")
     async def route_message(self, inp: RouteRequest) -> RoutePlan:
         try:
-            return await self.router.route(self._context(), inp.user_id, inp.message_id)
+            # Routing may ask the model: a dead worker's call is retried after the
+            # heartbeat timeout, not the whole start-to-close.
+            async with heartbeating():
+                if self.settings.fault_hang_in_route:
+                    await asyncio.sleep(3600)  # TEST-ONLY (LOMO_FAULT_HANG_IN_ROUTE)
+                return await self.router.route(self._context(), inp.user_id, inp.message_id)
         except Unroutable as e:
             raise ApplicationError(str(e), type=e.kind, non_retryable=True) from e
 

@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     # TEST-ONLY fault hook: `collect_generation` hangs (heartbeating) before its download,
     # so a test can kill the worker mid-collection. Never set it outside tests.
     fault_hang_in_collect: bool = False
+    # TEST-ONLY fault hook: `route_message` hangs (heartbeating) before it routes, so a test
+    # can kill the worker mid-routing. Never set it outside tests.
+    fault_hang_in_route: bool = False
     # TEST-ONLY fault hook: while this file exists, a starting worker exits at once (code 3),
     # so a test can put `lomo up` into a crash loop. Never set it outside tests.
     fault_worker_exit_file: Path | None = None

@@ -45,7 +45,11 @@ class MainThreadWorkflow:
             if not self.pending or workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    MainThreadInput(user_id=inp.user_id, pending_message_ids=list(self.pending))
+                    MainThreadInput(
+                        user_id=inp.user_id,
+                        pending_message_ids=list(self.pending),
+                        heartbeat_timeout_seconds=inp.heartbeat_timeout_seconds,
+                    )
                 )
             item_id = self.pending[0]
             try:
@@ -53,6 +57,7 @@ class MainThreadWorkflow:
                     RoutingActivities.route_message,
                     RouteRequest(inp.user_id, item_id),
                     start_to_close_timeout=timedelta(minutes=2),
+                    heartbeat_timeout=timedelta(seconds=inp.heartbeat_timeout_seconds),
                     retry_policy=RETRY,
                 )
             except ActivityError:

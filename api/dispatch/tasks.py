@@ -22,7 +22,7 @@ async def route_via_main(client: Client, settings: Settings, user_id: str, messa
     """Signal-with-start: the user's main thread exists after the first message, forever."""
     await client.start_workflow(
         main_contract.WORKFLOW,
-        MainThreadInput(user_id),
+        MainThreadInput(user_id, heartbeat_timeout_seconds=settings.heartbeat_timeout_seconds),
         id=main_contract.workflow_id(user_id),
         task_queue=settings.task_queue,
         start_signal=main_contract.ROUTE,

@@ -19,3 +19,6 @@ def workflow_id(user_id: str) -> str:
 class MainThreadInput:
     user_id: str
     pending_message_ids: list[str] = field(default_factory=list)
+    # A dead worker's routing is retried after this (the routing heartbeats); runs started
+    # before the field existed read the default.
+    heartbeat_timeout_seconds: float = 30.0
