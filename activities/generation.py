@@ -166,7 +166,9 @@ class GenerationActivities:
         the request away from: a move of the message they were made for, or the person's
         change of the request (journal/supersede.py)."""
         if not inp.task_id or not inp.user_id:
-            raise ApplicationError("task and person are required", non_retryable=True)
+            raise ApplicationError(
+                "task and person are required", type="InvalidInput", non_retryable=True
+            )
         got = await superseded_orders(
             self.deps.db, inp.user_id, inp.task_id, inp.message_ids, _changes_request
         )

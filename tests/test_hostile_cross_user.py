@@ -67,7 +67,8 @@ def minimal(schema: dict[str, Any], spec: dict[str, Any]) -> Any:
         props = schema.get("properties", {})
         return {k: minimal(props[k], spec) for k in schema.get("required", [])}
     if kind == "string":
-        return "x" * max(1, schema.get("minLength", 1))
+        formats = {"time": "00:00:00", "date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z"}
+        return formats.get(schema.get("format", ""), "x" * max(1, schema.get("minLength", 1)))
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + 1)
         return max(1, low)

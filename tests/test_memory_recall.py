@@ -31,6 +31,9 @@ FILLER = (
 @pytest.fixture
 async def env(db: Database, tmp_path: Path) -> AsyncIterator[Env]:
     e = await make_env(db, tmp_path)
+    # What recall finds is under test, not how fast: a loaded machine must not turn the
+    # answer into the profile-only one of a timed-out search.
+    e.deps.settings = e.deps.settings.model_copy(update={"memory_timeout_seconds": 60.0})
     yield e
     await e.services.index.close()
     await e.deps.http.aclose()
