@@ -327,8 +327,12 @@ def _resurfacing(
             if e["type"] == "task.reply" and _has(e["data"]["text"], mark.words):
                 f.resurfaced += 1
                 f.why.append(f"{mark.why} {mark.words} in a reply: {e['data']['text'][:80]!r}")
+        # A reminder's line (`nudge` in its data) is said by the nudge round, not by a step
+        # of the task: it builds no context.
         stepped = {
-            e["data"].get("task_id") for e in later if e["type"] in ("task.reply", "task.status")
+            e["data"].get("task_id")
+            for e in later
+            if e["type"] in ("task.reply", "task.status") and "nudge" not in e["data"]
         }
         for tid in sorted(t for t in stepped if t in tasks and t != mark.own_task):
             layers = person.get(f"/v1/tasks/{tid}/context").get("layers", [])
