@@ -67,7 +67,9 @@ async def test_worker_killed_mid_stream(
                 task_queue,
                 user,
                 "write the brief",
-                heartbeat_timeout_seconds=3,
+                # Short enough that the kill is noticed soon, long enough that the second
+                # worker, starting on a loaded machine, beats in time while it streams.
+                heartbeat_timeout_seconds=6,
             )
 
             async def streaming() -> Any:
