@@ -19,7 +19,6 @@ from typing import Any
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
 _FILM = re.compile(r"\b(film|movie|kurzfilm\w*)\b", re.IGNORECASE)
-_STORYBOARD = re.compile(r"\bstoryboard\w*\b", re.IGNORECASE)
 _OBJECT = re.compile(r"\bobj_[0-9a-z]+\b")
 _ITEM = re.compile(r"(?:^|\s)\d+[.)]\s+")
 _RUN = re.compile(
@@ -57,7 +56,12 @@ def film_flow(text: str) -> str | None:
 
 
 def is_film_task(text: str) -> bool:
-    return bool(_FILM.search(text) and (_OBJECT.search(text) or _STORYBOARD.search(text)))
+    """A film made as a production flow: from a storyboard object (obj_…) or one written
+    out shot by shot in the message. A storyboard with counts ("five frames and one
+    clip") is a plan of those parts (standin/planner.py), not a flow."""
+    if not _FILM.search(text):
+        return False
+    return bool(_OBJECT.search(text) or len(_ITEM.findall(" " + text)) >= 2)
 
 
 def shots_of(text: str) -> list[str]:

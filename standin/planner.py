@@ -1,26 +1,33 @@
-"""The offline stand-in's planner for multi-part work, for any subject: a series, a
-campaign, a book, a film, a brand kit. English and German.
+"""The offline stand-in's planner for multi-part work, for any subject and any mix of
+media: posters and a jingle, a video ad with its music, a storyboard and its clip, a
+book, a brand kit. English and German.
 
-The plan is derived from the opening request alone, the same way on every step: its form
-(series, book, brand kit, film) by meaning, the nearest labelled examples in
-`standin/examples/plans.jsonl` under the multilingual embedder; how many pieces, which
-medium, how long and which formats from the request's words (standin/requested.py). Every
+The plan is derived from the opening request (and the person's answer to a question about
+it), the same way on every step. Its parts are what the request names (standin/parts.py):
+each named part is a final step of its own, in the order named, with its count, medium
+and length. A form (series, book, brand kit, film), read by meaning from the nearest
+labelled examples in `standin/examples/plans.jsonl`, fills in only what the request leaves
+open: which parts when none is named, how many pieces when a part has no number. Every
 plan has the same shape: a budget for the whole plan on a price card, drafts of the look
-(in parallel), the person's pick on a select card, then its final parts one after the
-other (each part's pieces in parallel, from the chosen draft). A later change after the
-plan is finished adds a step and a variant of the chosen draft.
+(in parallel; sketches in sound for a plan of audio only), the person's pick on a select
+card, then its final parts one after the other (each part's pieces in parallel, from the
+chosen draft). A length the catalogue cannot make in one piece is made of pieces that add
+up to it, and the plan says so. Counts that contradict each other, more pieces than a plan
+holds and media the catalogue cannot make are asked about before anything is planned. A
+later change after the plan is finished adds a step and a variant of the chosen draft.
 
-Defaults where the request names no number: a series has 3 finals (or one per named
-format) after 4 drafts; a book a cover and 4 pages; a brand kit a logo, a palette card and
-a business card; a film 4 storyboard frames and one clip.
+Defaults where the request names no part: a series has 3 finals (or one per named format)
+after 4 drafts; a book a cover and 4 pages; a brand kit a logo, a palette card and a
+business card; a film 4 storyboard frames and one clip.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +35,28 @@ import numpy as np
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from money.catalogue import CATALOGUE, DEFAULT_MODEL
 from standin.intents import MEDIA, load_examples, plain_form, recognise
+from standin.parts import Named, Reading, read
 from standin.requested import requested, work_name
-from standin.tasks import Call, Item, View, again, answered, calls, done, read_view, reply
+from standin.tasks import (
+    _ANSWER,
+    Call,
+    Item,
+    View,
+    again,
+    answered,
+    calls,
+    done,
+    read_view,
+    reply,
+)
 from vectors.embeddings import Embedder, shared_embedder
 
 FORMS = ("series", "book", "brand_kit", "film")
 EXAMPLES = Path(__file__).parent / "examples" / "plans.jsonl"
 SERIES_DRAFTS, DRAFTS = 4, 3
-SERIES_FINALS, BOOK_PAGES, FILM_FRAMES, CLIP_S = 3, 4, 4, 6
-MAX_PIECES = 12  # one part's pieces; a longer book is planned by a real model
+SERIES_FINALS, BOOK_PAGES, FILM_FRAMES, CLIP_S, AUDIO_S, SKETCH_S = 3, 4, 4, 6, 10, 5
+MAX_PIECES = 12  # one part's pieces
+MAX_PLAN = 20  # pieces in all the finals of one plan
 _DIRECTIONS = ("warm palette", "cool palette", "bold contrast", "soft pastel")
 # The guide a form of plan brings beside its media's guides.
 _FORM_GUIDE = {"series": "poster-series", "film": "storyboard-film"}
@@ -47,17 +67,32 @@ _PLURAL = {
     "audio": ("audio clips", "Audios"),
     "3d": ("3D models", "3D-Modelle"),
 }
+# Nouns that name a whole work of a form, not one piece of it ("a short film").
+_WORK_NOUNS = {"film": "film", "movie": "film"}
 
 
 @dataclass(frozen=True)
 class Part:
     """One final step of the plan: its title (in the person's language), its medium and
-    one prompt per piece."""
+    one prompt per piece, with each piece's length where the medium has one."""
 
     title: str
     medium: str
     prompts: tuple[str, ...]
-    duration_s: int | None = None
+    durations: tuple[int | None, ...] = ()
+
+    def duration(self, k: int) -> int | None:
+        return self.durations[k] if k < len(self.durations) else None
+
+
+@dataclass(frozen=True)
+class Question:
+    """What must be settled before a plan can be priced: its card and why."""
+
+    why: str  # contradiction | too_many | unsupported
+    kind: str  # the card: confirm | select | clarify
+    title: str
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,16 +100,18 @@ class Plan:
     form: str
     name: str  # the work in the person's words, without ids
     lang: str
-    drafts: tuple[str, ...]  # one prompt per draft picture
+    drafts: tuple[str, ...]  # one prompt per draft
     parts: tuple[Part, ...]
+    draft_medium: str = "image"
+    question: Question | None = None
 
     @property
     def price_cents(self) -> int:
-        image = CATALOGUE[DEFAULT_MODEL["image"]].price_cents
+        draft = CATALOGUE[DEFAULT_MODEL[self.draft_medium]].price_cents
         pieces = sum(
             CATALOGUE[DEFAULT_MODEL[p.medium]].price_cents * len(p.prompts) for p in self.parts
         )
-        return image * len(self.drafts) + pieces
+        return draft * len(self.drafts) + pieces
 
     def steps(self) -> list[dict[str, object]]:
         """The checklist: budget, drafts, the person's pick, then one step per part."""
@@ -97,16 +134,16 @@ class Plan:
         return [{"title": t, "requires_confirmation": k == 2} for k, t in enumerate(titles)]
 
     def guides(self, offered: list[str]) -> list[str]:
-        """The offered creative guides for what the plan pays for: every medium it makes (the
-        drafts are pictures) and the guide of its form, in the order offered."""
+        """The offered creative guides for what the plan pays for: every medium it makes
+        (the drafts too) and the guide of its form, in the order offered."""
         finals = {p.medium for p in self.parts}
-        wanted = {"image", *finals}
+        wanted = {self.draft_medium, *finals}
         if self.form == "film" or (self.form == "series" and finals == {"image"}):
             wanted.add(_FORM_GUIDE[self.form])
         return [g for g in offered if g in wanted]
 
     def summary(self) -> str:
-        """What the plan makes, in words: "3 drafts, then Cover, 4 pages"."""
+        """What the plan makes, in words: "3 drafts, then 1 cover, 4 pages"."""
         parts = ", ".join(p.title for p in self.parts)
         n = len(self.drafts)
         return f"{n} Entwürfe, dann {parts}" if self.lang == "de" else f"{n} drafts, then {parts}"
@@ -158,18 +195,182 @@ def medium_of(text: str) -> str:
     return _reader("medium").label(text)
 
 
-def plan_of(opening: str, lang: str) -> Plan:
-    """The plan for an opening request; the same request always gives the same plan."""
-    form = form_of(opening)
+def plan_of(opening: str, lang: str, choice: str = "") -> Plan:
+    """The plan for an opening request; the same request (and answer) always gives the
+    same plan. `choice` is the person's answer to the plan's question, if any."""
     brief = " ".join(opening.split())[:200]
-    n_drafts = SERIES_DRAFTS if form == "series" else DRAFTS
-    what = {"book": "Cover", "brand_kit": "Logo", "film": "Key frame"}.get(form, "Look")
+    de = lang == "de"
+    reading = read(opening)
+    # "A short film" names the work, not a piece: beside other parts it is their subject,
+    # alone the film form's defaults make it.
+    named = [p for p in reading.parts if p.stem not in _WORK_NOUNS]
+    form = _form(opening, named)
+    question = _question(reading, named, de)
+    if question is not None:
+        named, settled = _settle(named, question, choice)
+        if not settled:
+            return Plan(form, work_name(opening), lang, (), (), question=question)
+    if named:
+        parts = _named_parts(named, brief, de, form)
+    else:
+        fill = {"book": _book, "brand_kit": _brand_kit, "film": _film}.get(form, _series)
+        parts = fill(opening, brief, de)
+    audio_only = all(p.medium == "audio" for p in parts)
+    n_drafts = SERIES_DRAFTS if form == "series" and not audio_only else DRAFTS
+    what = _draft_word(form, named)
     drafts = tuple(
         f"{what} draft {k + 1}, {_DIRECTIONS[k % len(_DIRECTIONS)]}: {brief}"
         for k in range(n_drafts)
     )
-    parts = {"book": _book, "brand_kit": _brand_kit, "film": _film}.get(form, _series)
-    return Plan(form, work_name(opening), lang, drafts, parts(opening, brief, lang == "de"))
+    medium = "audio" if audio_only else "image"
+    return Plan(form, work_name(opening), lang, drafts, parts, medium)
+
+
+def _form(opening: str, named: list[Named]) -> str:
+    """The form by meaning; a request that names only pictures of one kind is a series
+    whatever its subject (a brand, a shop and a website are subjects, not forms)."""
+    if named and all(p.medium == "image" for p in named) and len({p.stem for p in named}) == 1:
+        return "book" if named[0].stem in ("page", "seite") else "series"
+    return form_of(opening)
+
+
+def _draft_word(form: str, named: list[Named]) -> str:
+    if named:
+        return named[0].word
+    return {"book": "Cover", "brand_kit": "Logo", "film": "Key frame"}.get(form, "Look")
+
+
+# --- what must be asked first ----------------------------------------------------------
+_LIMIT_SAY = (
+    "A plan holds at most {one} pieces of one part and {all} in all, and this asks for {n}. "
+    "Shall I plan the first {first} now? The rest can follow in a next plan.",
+    "Ein Plan umfasst höchstens {one} Stücke je Teil und {all} insgesamt, hier sind es {n}. "
+    "Soll ich jetzt die ersten {first} planen? Der Rest kann in einem nächsten Plan folgen.",
+)
+_CONFLICT_SAY = (
+    "The request names {counts} pieces: how many shall I make?",
+    "Die Anfrage nennt {counts} Stück: wie viele soll ich machen?",
+)
+_UNSUPPORTED_SAY = (
+    "I can't make {what} here: I make pictures, video clips, audio and 3D models. "
+    "Shall I plan {rest} without it?",
+    "{what} kann ich hier nicht machen: ich mache Bilder, Videoclips, Audio und 3D-Modelle. "
+    "Soll ich {rest} ohne das planen?",
+)
+_NOTHING_SAY = (
+    "I can't make {what} here: I make pictures, video clips, audio and 3D models. "
+    "What shall I make instead?",
+    "{what} kann ich hier nicht machen: ich mache Bilder, Videoclips, Audio und 3D-Modelle. "
+    "Was soll ich stattdessen machen?",
+)
+
+
+def _question(reading: Reading, named: list[Named], de: bool) -> Question | None:
+    if reading.conflicts:
+        counts = sorted({n for pair in reading.conflicts for n in pair})
+        said = (" oder " if de else " or ").join(str(n) for n in counts)
+        options = tuple((f"count:{n}", str(n)) for n in counts)
+        return Question("contradiction", "select", _CONFLICT_SAY[de].format(counts=said), options)
+    if reading.unsupported:
+        what = ", ".join(dict.fromkeys(reading.unsupported))
+        if not named:
+            return Question("unsupported", "clarify", _NOTHING_SAY[de].format(what=what))
+        rest = ", ".join(_title(p, p.count or 1, de) for p in named)
+        return Question("unsupported", "confirm", _UNSUPPORTED_SAY[de].format(what=what, rest=rest))
+    counts = [p.count or 1 for p in named]
+    if any(n > MAX_PIECES for n in counts) or sum(counts) > MAX_PLAN:
+        first = sum(_capped(counts))
+        title = _LIMIT_SAY[de].format(one=MAX_PIECES, all=MAX_PLAN, n=sum(counts), first=first)
+        return Question("too_many", "confirm", title)
+    return None
+
+
+def _capped(counts: list[int]) -> list[int]:
+    """Counts within the limits: each part at most MAX_PIECES, the largest cut first until
+    the plan holds at most MAX_PLAN."""
+    out = [min(n, MAX_PIECES) for n in counts]
+    while sum(out) > MAX_PLAN:
+        k = out.index(max(out))
+        out[k] -= 1
+    return out
+
+
+def _settle(named: list[Named], q: Question, choice: str) -> tuple[list[Named], bool]:
+    """The parts once the person answered the question; (parts, False) while unanswered
+    or declined."""
+    if not choice or choice == "reject":
+        return named, False
+    if q.why == "contradiction" and choice.startswith("count:"):
+        n = int(choice.split(":", 1)[1])
+        first = replace(named[0], count=n)
+        return [first, *(p for p in named[1:] if p.stem != first.stem)], True
+    if q.why == "too_many" and choice == "confirm":
+        capped = _capped([p.count or 1 for p in named])
+        return [replace(p, count=n) for p, n in zip(named, capped, strict=True)], True
+    if q.why == "unsupported" and choice == "confirm":
+        return named, bool(named)
+    return named, False
+
+
+# --- the parts -------------------------------------------------------------------------
+_LIMITS = {"video": (2, 10), "audio": (1, 30)}
+
+
+def _named_parts(named: list[Named], brief: str, de: bool, form: str) -> tuple[Part, ...]:
+    video_s = next((p.duration_s for p in named if p.medium == "video" and p.duration_s), None)
+    out = []
+    for p in named:
+        n = p.count or (_default_count(p, form) if p.plural else 1)
+        n = min(n, MAX_PIECES)
+        seconds = p.duration_s
+        if seconds is None and p.medium == "audio":
+            seconds = min(video_s or AUDIO_S, _LIMITS["audio"][1])  # music as long as its film
+        elif seconds is None and p.medium == "video":
+            seconds = CLIP_S
+        prompts, durations, note = _pieces_of(p, n, seconds, brief, de)
+        out.append(Part(_title(p, n, de, seconds) + note, p.medium, prompts, durations))
+    return tuple(out)
+
+
+def _default_count(p: Named, form: str) -> int:
+    if p.stem in ("page", "seite"):
+        return BOOK_PAGES
+    if p.stem in ("frame", "storyboard"):
+        return FILM_FRAMES
+    return SERIES_FINALS
+
+
+def _pieces_of(
+    p: Named, n: int, seconds: int | None, brief: str, de: bool
+) -> tuple[tuple[str, ...], tuple[int | None, ...], str]:
+    """Each piece's prompt and length; a length longer than the catalogue's model makes
+    in one piece becomes pieces that add up to it (said in the step's title)."""
+    fmt = f", {', '.join(p.formats)}" if p.formats else ""
+    if seconds is None or p.medium not in _LIMITS:
+        prompts = tuple(f"{p.word} {k} of {n}{fmt}: {brief}" for k in range(1, n + 1))
+        return prompts, (), ""
+    lo, hi = _LIMITS[p.medium]
+    seconds = max(lo, seconds)
+    split = math.ceil(seconds / hi)
+    lengths = [seconds // split + (1 if k < seconds % split else 0) for k in range(split)]
+    prompts, durations = [], []
+    for k in range(1, n + 1):
+        for j, length in enumerate(lengths, 1):
+            piece = f" (piece {j} of {split}, {length} s)" if split > 1 else ""
+            prompts.append(f"{p.word} {k} of {n}{fmt}{piece}: {brief}")
+            durations.append(length)
+    note = ""
+    if split > 1:
+        each = "/".join(str(x) for x in dict.fromkeys(lengths))
+        note = f" (aus {split} Clips à {each} s)" if de else f" (made of {split} clips of {each} s)"
+    return tuple(prompts), tuple(durations), note
+
+
+def _title(p: Named, n: int, de: bool, seconds: int | None = None) -> str:
+    length = ""
+    if seconds and p.medium in _LIMITS:
+        length = f" von {seconds} s" if de else f" of {seconds} s"
+    return f"{n} {p.word}{length}"
 
 
 def _count(text: str, default: int) -> int:
@@ -210,7 +411,7 @@ def _film(text: str, brief: str, de: bool) -> tuple[Part, ...]:
             f"Clip von {seconds} Sekunden" if de else f"A {seconds}-second clip",
             "video",
             (f"Film clip: {brief}",),
-            seconds,
+            (seconds,),
         ),
     )
 
@@ -229,14 +430,32 @@ def _series(text: str, brief: str, de: bool) -> tuple[Part, ...]:
     seconds = None
     if medium in ("video", "audio"):
         seconds = max(2, min(10, wanted.duration_s or CLIP_S))
-    return (Part(title, medium, prompts, seconds),)
+    return (Part(title, medium, prompts, (seconds,) * n if seconds else ()),)
+
+
+def choice_of(request: ModelRequest, plan: Plan) -> str:
+    """The person's answer to the plan's question, from anywhere in the task's history:
+    `count:N`, `confirm`, `reject`, or "" while unanswered."""
+    q = plan.question
+    if q is None:
+        return ""
+    for m in request.messages:
+        for b in m.content:
+            if isinstance(b, TextBlock) and b.text.startswith("[runtime]"):
+                for a in _ANSWER.finditer(b.text):
+                    if a.group(2) == q.title[: len(a.group(2))] and a.group(2):
+                        return a.group(4) or a.group(3) if a.group(3) == "select" else a.group(3)
+    return ""
 
 
 # --- the steps ------------------------------------------------------------------------
 def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelResponse:
     """The next move of a multi-part task, read off the checklist and the runtime's lines."""
     plan = plan_of(person[0], lang)
+    plan = plan_of(person[0], lang, choice_of(request, plan))
     v = read_view(request, lang, " ".join(person), person[-1])
+    if not v.items and plan.question is not None:
+        return _ask(request, plan, person)
     if not v.items:
         # The system text's rule: read the matching guides before planning paid work.
         wanted = plan.guides(offered_guides(request))
@@ -267,6 +486,29 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
     if later := _later(request, plan, v, extra, chosen, person[0]):
         return later
     return reply(_say(plan, "finished", parts=plan.summary()), request)
+
+
+def _ask(request: ModelRequest, plan: Plan, person: list[str]) -> ModelResponse:
+    """The plan's question on a card, once; while it waits, say so. Declined: nothing is
+    made. A request of nothing the catalogue makes is planned anew from the person's next
+    words."""
+    q = plan.question
+    assert q is not None
+    choice = choice_of(request, plan)
+    if choice == "reject":
+        return reply(_say(plan, "declined"), request)
+    if q.kind == "clarify" and len(person) > 1:
+        return plan_step(request, plan.lang, person[1:])
+    if any(
+        isinstance(b, ToolUseBlock) and b.name == "ask_person" and b.input.get("title") == q.title
+        for m in request.messages
+        for b in m.content
+    ):
+        return reply(q.title, request)
+    args: dict[str, object] = {"kind": q.kind, "title": q.title}
+    if q.options:
+        args["options"] = [{"id": i, "label": label} for i, label in q.options]
+    return calls(request, [("ask_person", args)])
 
 
 def offered_guides(request: ModelRequest) -> list[str]:
@@ -358,23 +600,26 @@ def _later(
 
 
 def _drafts(plan: Plan) -> list[Call]:
-    model = DEFAULT_MODEL["image"]
-    return [("generate_image", {"prompt": p, "model": model}) for p in plan.drafts]
+    medium = plan.draft_medium
+    args: dict[str, object] = {"model": DEFAULT_MODEL[medium]}
+    if medium == "audio":
+        args["duration_s"] = SKETCH_S  # a sketch of the sound, not the piece
+    return [(f"generate_{medium}", {"prompt": p, **args}) for p in plan.drafts]
 
 
 def _pieces(part: Part, chosen: str) -> list[Call]:
     """A part's pieces, each from the chosen draft where its model takes a reference."""
     model = DEFAULT_MODEL[part.medium]
     out: list[Call] = []
-    for prompt in part.prompts:
+    for k, prompt in enumerate(part.prompts):
         args: dict[str, object] = {
             "prompt": f"{prompt}; in the style of the chosen draft",
             "model": model,
         }
         if chosen and CATALOGUE[model].reference_image:
             args["reference_object_id"] = chosen
-        if part.duration_s:
-            args["duration_s"] = part.duration_s
+        if (seconds := part.duration(k)) is not None:
+            args["duration_s"] = seconds
         out.append((f"generate_{part.medium}", args))
     return out
 
@@ -407,6 +652,10 @@ _SAY = {
     "finished": (
         "“{name}” is finished ({parts}); everything is with this task's results.",
         "„{name}“ ist fertig ({parts}); alles liegt bei den Ergebnissen dieser Aufgabe.",
+    ),
+    "declined": (
+        "Alright, nothing is made for “{name}”.",
+        "Gut, für „{name}“ wird nichts gemacht.",
     ),
     "variant_ready": (
         "“{what}” for “{name}” is ready; it is with this task's results.",

@@ -16,6 +16,7 @@ from llm.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usag
 from routing.prompt import CANDIDATES, CONVERSATION, DUPLICATE_CHECK, MARK, MOVE_TOOL
 from routing.text import FILLER, content_terms, detect_language
 from standin.intents import MEDIA, Recognition, recognise
+from standin.parts import read
 from standin.recall import asks_about_conversation
 from standin.replies import kind_word, say
 from standin.requested import requested
@@ -147,11 +148,25 @@ CHANGE_WITH_CONTEXT = 0.25
 MULTIPART_TOO = 0.35
 
 
+_NOT_WORK = ("question", "remember", "forget", "move", "change")
+
+
 def multipart_work(text: str, rec: Recognition) -> bool:
     """Multi-part work: recognised as such, or partly so, or naming several pieces ("four
     posters", a numbered storyboard) whatever medium it reads as."""
-    several = (requested(text).count or 0) > 1 and rec.intent in (*MEDIA, "multipart")
-    return rec.intent == "multipart" or rec.scores["multipart"] >= MULTIPART_TOO or several
+    named = read(text)
+    pieces = sum(p.count or (2 if p.plural else 1) for p in named.parts)
+    several = max(pieces, requested(text).count or 0) > 1 or len(named.parts) > 1
+    unmakeable = bool(named.unsupported) and rec.intent not in _NOT_WORK
+    # Work by its words even where its meaning is unsure, unless it is put as a question.
+    work = rec.intent in (*MEDIA, "multipart") or (
+        rec.intent in ("other", None) and not requested(text).asks
+    )
+    return (
+        rec.intent == "multipart"
+        or rec.scores["multipart"] >= MULTIPART_TOO
+        or ((several and work) or unmakeable)
+    )
 
 
 def _decide(
@@ -179,7 +194,7 @@ def _decide(
     followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
     multipart = rec is not None and multipart_work(text, rec)
     named = best >= 2 and (deictic or intent is None)
-    if intent in ("question", "remember", "other", None) and not named:
+    if intent in ("question", "remember", "other", None) and not named and not multipart:
         return {"decision": "answer", "reason": f"main answers ({intent or 'unsure'})"}
     if (intent == "multipart" or multipart) and not followup and not (deictic and best):
         return {"decision": "new", "briefing": text, "reason": "a goal with several steps"}

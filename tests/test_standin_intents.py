@@ -213,7 +213,7 @@ async def test_a_poke_starts_nothing_and_says_where_the_work_stands() -> None:
     ("text", "titles", "price"),
     [
         ("Create a children's book about a brave little turtle", ["Cover", "4 pages"], 32),
-        ("Make a series of 4 posters for a summer campaign", ["4 final posters"], 32),
+        ("Make a series of 4 posters for a summer campaign", ["4 posters"], 32),
         (
             "Entwirf ein Markenpaket für mein Café",
             ["Logo", "Farbpaletten-Karte", "Visitenkarte"],
@@ -224,7 +224,8 @@ async def test_a_poke_starts_nothing_and_says_where_the_work_stands() -> None:
             ["4 storyboard frames", "A 6-second clip"],
             68,
         ),
-        ("A picture book with 8 pages about a sleepy owl", ["Cover", "8 pages"], 48),
+        # Named parts only: the pages, no cover the request does not ask for.
+        ("A picture book with 8 pages about a sleepy owl", ["8 pages"], 44),
     ],
 )
 async def test_multipart_work_is_planned_from_the_request(

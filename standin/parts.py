@@ -1,0 +1,463 @@
+"""The parts a request names, read off its words: each piece of work the person asks for
+("three retro posters", "one short reel of 15 s", "Hintergrundmusik"), with its count,
+medium, length and format, in the order named. English and German.
+
+A part is a noun that names a made thing (a poster, a reel, a jingle, a 3D model),
+found in a lexicon that also knows German compounds by their last word ("Werbeplakate",
+"Hintergrundmusik"). Its count is a number before it (digits or number words, "a"/"ein"
+for one); its length the seconds written before it ("15-second", "zehnsekündig") or just
+after it ("of 15 seconds", "20 Sekunden lang"). A noun that only names what a piece shows
+or whom it is for is no part: after a possessive or a definite article ("with our logo"),
+and a picture noun after "with" on a picture ("posters with photos"). Names of brands,
+shops or websites are subjects. What the catalogue cannot make (a website, an app) is
+reported, as are counts that contradict each other.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+_NUMBERS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "dozen": 12,
+    "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7,
+    "acht": 8, "neun": 9, "zehn": 10, "elf": 11, "zwölf": 12, "fünfzehn": 15,
+    "zwanzig": 20, "dreißig": 30, "vierzig": 40, "fünfzig": 50, "hundert": 100,
+    "dutzend": 12,
+}  # fmt: skip
+_ONE = {"a", "an", "one", "single", "ein", "eine", "einen", "einem", "einer", "eines", "einzige"}
+_OPEN = {"some", "several", "few", "couple", "paar", "einige", "mehrere", "many", "viele"}
+# Words before a noun that make it a reference to something that exists, not a new piece.
+_OWNED = {
+    "my", "our", "your", "their", "his", "her", "its", "the", "this", "that", "these",
+    "those", "mein", "meine", "meinen", "meinem", "meiner", "meines", "unser", "unsere",
+    "unseren", "unserem", "unserer", "unseres", "dein", "deine", "deinen", "deinem",
+    "deiner", "euer", "eure", "euren", "eurem", "der", "die", "das", "den", "dem", "des",
+    "diese", "dieser", "diesen", "diesem", "dieses",
+}  # fmt: skip
+# Words that end the phrase of a noun, looking left for its count.
+_BREAK = {
+    "for", "with", "and", "or", "of", "about", "from", "to", "in", "on", "at", "by", "plus",
+    "für", "mit", "und", "oder", "von", "über", "aus", "zu", "zum", "zur", "im", "auf",
+    "als", "sowie", "dazu", "then", "dann", "also", "auch", "fürs",
+}  # fmt: skip
+_SUBJECT = {"for", "für", "fürs", "about", "über", "zu", "zum", "zur"}
+
+# Each entry: a medium and the noun's forms (singular | plural), English and German,
+# lower case; German compounds match by their last word.
+_LEXICON: tuple[tuple[str, str, str], ...] = (
+    ("image", "poster|plakat|banner|flyer|sticker|aufkleber|icon|ikone|logo|emblem",
+     "posters|plakate|plakaten|banners|banner|flyers|flyer|stickers|sticker|aufklebern|"
+     "aufkleber|icons|logos|embleme"),
+    ("image", "postcard|postkarte|card|karte|invitation|einladung|einladungskarte|menu|"
+     "speisekarte|label|etikett|badge|coaster|untersetzer",
+     "postcards|postkarten|cards|karten|invitations|einladungen|menus|labels|etiketten|"
+     "badges|coasters|untersetzer"),
+    ("image", "picture|bild|image|photo|foto|illustration|drawing|zeichnung|painting|gemälde|"
+     "artwork|motif|motiv|print|druck|wallpaper|hintergrundbild|thumbnail|vorschaubild|"
+     "mockup|emoji|avatar|portrait|porträt|graphic|grafik|visual|infographic|infografik|"
+     "meme|header|headerbild|titelbild|cover|umschlag|page|seite|frame|panel|tile|kachel|"
+     "pattern|muster|ad|advert|anzeige|post|beitrag|design|entwurf|storyboard|slide|"
+     "template|vorlage",
+     "pictures|bilder|bildern|images|photos|fotos|illustrations|illustrationen|drawings|"
+     "zeichnungen|paintings|artworks|motifs|motive|motiven|prints|drucke|wallpapers|"
+     "thumbnails|mockups|emojis|avatars|portraits|porträts|graphics|grafiken|visuals|"
+     "infographics|memes|headers|covers|pages|seiten|frames|panels|tiles|kacheln|patterns|"
+     "ads|adverts|anzeigen|posts|beiträge|beiträgen|designs|entwürfe|storyboards|slides|"
+     "templates|vorlagen"),
+    # Scenes and shots are pictures inside a storyboard only ("a storyboard of four scenes").
+    ("scene", "scene|szene|shot|einstellung", "scenes|szenen|shots|einstellungen"),
+    ("video", "video|clip|reel|film|movie|animation|trailer|teaser|spot|commercial|intro|"
+     "outro|gif|tiktok",
+     "videos|clips|reels|filme|films|movies|animations|animationen|trailers|trailer|"
+     "teasers|teaser|spots|commercials|intros|outros|gifs|tiktoks"),
+    ("audio", "jingle|song|lied|music|musik|soundtrack|track|sound|geräusch|klang|melody|"
+     "melodie|voiceover|voice-over|sprachaufnahme|ringtone|klingelton|beat|theme|tune|"
+     "audio|loop|hymne|anthem|soundeffekt|sound-effekt|sting|stinger|lullaby|schlaflied|"
+     "wiegenlied|ansage|durchsage|stimme|narration|podcast-intro|hörspiel|score",
+     "jingles|songs|lieder|liedern|soundtracks|tracks|sounds|geräusche|klänge|melodies|"
+     "melodien|voiceovers|ringtones|klingeltöne|beats|themes|tunes|loops|hymnen|anthems|"
+     "soundeffekte|sound-effekte|effects|effekte|stings|stingers|lullabies|ansagen|"
+     "durchsagen|stimmen|hörspiele|scores"),
+    ("3d", "model|modell|figurine|figur|sculpture|skulptur|statue|object|objekt",
+     "models|modelle|modellen|figurines|figuren|sculptures|skulpturen|statues|objects|"
+     "objekte"),
+)  # fmt: skip
+_UNSUPPORTED = (
+    r"website|webseite|homepage|landing\s?page|landingpage|internetseite|web\s?app|app|"
+    r"application|anwendung|spreadsheet|tabelle|excel|pdf|powerpoint|präsentation|"
+    r"presentation|brochure|broschüre|newsletter|e-?mail|font|schriftart|game|spiel|"
+    r"software|plugin|document|dokument|text|essay|article|artikel|blog\s?post"
+)
+_WORD = re.compile(
+    r"\d+:\d+|\d+[-‑]?[^\W\d_][\w-]*|\d+(?:[.,]\d+)?|[^\W\d_](?:[\w'’-]*\w)?|[(),.;:!?]", re.UNICODE
+)
+_MEDIUM_WORDS = {"video": "video", "audio": "audio", "radio": "audio", "animated": "video",
+                 "animiert": "video", "animierte": "video", "animierten": "video",
+                 "animiertes": "video", "3d": "3d", "3d-": "3d"}  # fmt: skip
+_SECONDS = re.compile(r"^(?:seconds?|secs?|s|sek|sekunden?|sekündig\w*)$", re.I)
+_MINUTES = re.compile(r"^(?:minutes?|mins?|minuten?|minütig\w*)$", re.I)
+_FORMAT = re.compile(
+    r"^(?:\d+:\d+|square|quadratisch\w*|portrait|hochformat|landscape|querformat|"
+    r"widescreen|vertical|vertikal\w*|horizontal\w*|a[0-6])$",
+    re.I,
+)
+_FORM_WORDS = {"book", "books", "buch", "series", "serie", "set", "kit", "campaign", "kampagne",
+               "identity", "comic", "comics", "collection", "sammlung", "reihe"}  # fmt: skip
+_EACH = re.compile(r"\b(?:one|ein|eins|eine)\s+(?:per|pro|je|für\s+jede\w*)\b|\bje\s+\w+\b", re.I)
+
+
+@dataclass(frozen=True)
+class Named:
+    """One part the request names."""
+
+    word: str  # the person's own words for the piece ("retro posters")
+    medium: str
+    count: int | None  # None: no number named
+    plural: bool
+    duration_s: int | None = None
+    formats: tuple[str, ...] = ()
+    stem: str = ""
+
+
+@dataclass
+class Reading:
+    parts: list[Named] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # what the catalogue cannot make
+    conflicts: list[tuple[int, int]] = field(default_factory=list)  # counts that contradict
+
+
+def _forms() -> list[tuple[str, str, bool, str]]:
+    """(form, medium, plural, stem) for every noun form, longest first so a compound's
+    longest known end wins ("einladungskarte" before "karte")."""
+    out = []
+    for medium, singular, plural in _LEXICON:
+        sing = singular.split("|")
+        for form in sing:
+            out.append((form, medium, False, form))
+        for form in plural.split("|"):
+            stem = next((s for s in sing if form.startswith(s[:4])), form)
+            out.append((form, medium, True, stem))
+    return sorted(out, key=lambda f: -len(f[0]))
+
+
+_FORMS = _forms()
+# Forms that are singular and plural alike ("sticker", "Banner"): plural unless counted.
+_BOTH = {f for f, _, plural, _ in _FORMS if plural} & {
+    f for f, _, plural, _ in _FORMS if not plural
+}
+# Words that end like a made thing but are none.
+_NOT_NOUNS = {"discover", "discovers", "recover", "uncover", "lexicon", "imposter", "webpage",
+              "webpages", "homepage", "homepages", "vorbild", "leitbild", "sinnbild",
+              "abbild", "ebenbild", "weltbild", "feindbild", "zerrbild", "gesamtbild",
+              "krankheitsbild", "berufsbild", "mitglied", "mitglieder", "bindeglied",
+              "bestimme", "abstimme", "zustimme"}  # fmt: skip
+# The first word of a compound that says its medium ("Hörspiel-Intro", "Werbevideo").
+_COMPOUND_MEDIUM = (("hörspiel", "audio"), ("podcast", "audio"), ("radio", "audio"),
+                    ("audio", "audio"), ("musik", "audio"), ("video", "video"))  # fmt: skip
+# Heads that take their medium from the noun before them ("video ad", "audio post").
+_NEUTRAL = {"ad", "ads", "advert", "adverts", "anzeige", "anzeigen", "design", "designs",
+            "post", "posts", "beitrag", "beiträge", "spot", "spots", "template", "templates",
+            "vorlage", "vorlagen", "teaser", "loop", "loops"}  # fmt: skip
+_REFERS = {"the", "these", "those", "all", "die", "diese", "alle", "allen", "jene", "sämtliche"}
+_PIECES = {"stück", "pieces", "stücke", "exemplare", "varianten", "variants", "versions",
+           "versionen", "mal"}  # fmt: skip
+_EXACT_ONLY = {"ad", "ads", "post", "posts", "art", "app", "gif", "gifs", "spot", "short",
+               "shorts", "story", "tile", "theme", "track", "card", "cards", "text", "frame",
+               "frames", "page", "pages", "print", "design", "designs", "object", "objects",
+               "model", "models", "loop", "loops", "beat", "beats", "tune", "sound",
+               "sounds", "intro", "outro", "seite", "seiten", "spiel", "figur",
+               "objekt", "klang", "song", "songs", "film", "filme", "films",
+               "karte", "karten", "muster", "druck", "drucke", "entwurf", "entwürfe",
+               "spots", "effects", "effekte", "anzeige", "anzeigen", "label", "labels",
+               "badge", "header", "panel", "motiv", "motive"}  # fmt: skip
+
+
+def _noun(token: str) -> tuple[str, bool, str] | None:
+    """(medium, plural, stem) when the token names a made thing; compounds by their last
+    word ("Werbeplakate", "Instagram-Posts"), a short or common word only whole."""
+    low = token.lower()
+    if low in _NOT_NOUNS:
+        return None
+    for form, medium, plural, stem in _FORMS:
+        if low == form:
+            return medium, plural, stem
+        if len(low) <= len(form) + 2 or not low.endswith(form):
+            continue
+        head = low[: -len(form)]
+        if head.endswith("-") or form not in _EXACT_ONLY:
+            said = next((m for w, m in _COMPOUND_MEDIUM if head.startswith(w)), medium)
+            return (said if medium in ("image", "video") else medium), plural, head + stem
+    if low.endswith(("ern", "en", "eln")) and (found := _noun(token[:-1])):
+        return found[0], True, found[2]  # the German dative plural: "mit drei Stickern"
+    return None
+
+
+def _number(token: str) -> int | None:
+    low = token.lower()
+    if low.isdigit():
+        return int(low)
+    return _NUMBERS.get(low)
+
+
+def read(text: str) -> Reading:
+    tokens = _WORD.findall(text)
+    low = [t.lower() for t in tokens]
+    out = Reading()
+    heads: list[tuple[int, Named]] = []
+    skip = -1
+    for i, tok in enumerate(tokens):
+        pair = f"{low[i]} {low[i + 1]}" if i + 1 < len(low) else ""
+        if i <= skip:
+            continue
+        if (re.fullmatch(_UNSUPPORTED, low[i]) or re.fullmatch(_UNSUPPORTED, pair)) and (
+            _made_here(low, i)
+        ):
+            whole = pair if re.fullmatch(_UNSUPPORTED, pair) else low[i]
+            skip = i + whole.count(" ")
+            lead = f"{tokens[i - 1]} " if i and low[i - 1] in _ONE else ""
+            out.unsupported.append(lead + " ".join(tokens[i : skip + 1]))
+            continue
+        found = _noun(tok)
+        if found is None or _verb(low, i):
+            continue
+        if _FORMAT.match(low[i]) and i and low[i - 1] in ("in", "im", "als", "as"):
+            continue  # "in portrait": the format of a piece
+        medium, plural, stem = found
+        if medium == "3d" and not _says_3d(low, i):
+            continue
+        part = _phrase(tokens, low, i, medium, plural, stem)
+        if part is not None:
+            heads.append((i, part))
+    heads = _counted_after(_timed_after(_merged(heads, low), low), low)
+    out.parts = [p for _, p in heads]
+    out.conflicts = _conflicts(out.parts, low)
+    return out
+
+
+def _timed_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, Named]]:
+    """A length said later in the sentence ("…mit Hintergrundmusik, so 20 Sekunden lang")
+    belongs to the nearest clip or sound before it that has none."""
+    out = list(heads)
+    for j, w in enumerate(low):
+        n = _number(w)
+        seconds = _seconds(n, low[j + 1]) if n and j + 1 < len(low) and (
+            _is_time_unit(low[j + 1])) else _compact_seconds(w)  # fmt: skip
+        if not seconds or any(p.duration_s == seconds for _, p in out):
+            continue
+        # The nearest clip before it in the sentence, else the nearest sound.
+        before = [k for k, (i, p) in enumerate(out) if i < j and not _sentence_between(low, i, j)]
+        untimed = [k for k in before if out[k][1].duration_s is None]
+        for medium in ("video", "audio"):
+            if ks := [k for k in untimed if out[k][1].medium == medium]:
+                i, p = out[ks[-1]]
+                out[ks[-1]] = (i, replace(p, duration_s=seconds))
+                break
+    return out
+
+
+def _sentence_between(low: list[str], i: int, j: int) -> bool:
+    """A full stop between two words; not the one of an abbreviation ("Co.", "St.")."""
+    return any(
+        w in ("!", "?") or (w == "." and len(low[k - 1]) > 3)
+        for k, w in enumerate(low[i:j], start=i)
+    )
+
+
+def _counted_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, Named]]:
+    """ "Banner …, vier Stück": a count after the noun, for the nearest one before it."""
+    out = list(heads)
+    for j, w in enumerate(low[:-1]):
+        n = _number(w)
+        if n is None or low[j + 1] not in _PIECES:
+            continue
+        for k in range(len(out) - 1, -1, -1):
+            i, p = out[k]
+            if i < j and p.count in (None, 1) and p.plural:
+                out[k] = (i, replace(p, count=n))
+                break
+    return out
+
+
+def _verb(low: list[str], i: int) -> bool:
+    """ "Design a logo", "please film the street": a noun form used as the request's verb,
+    at the start and followed by what it makes."""
+    start = i == 0 or low[i - 1] in (".", "!", "?", ":", "please", "bitte", "to", "you", "and")
+    after = low[i + 1] if i + 1 < len(low) else ""
+    return start and (after in _ONE or after in _OWNED or _number(after) is not None)
+
+
+def _made_here(low: list[str], i: int) -> bool:
+    """An unsupported thing the request asks to be made ("a website and three banners"),
+    not one it is for ("banners for my website", "icons for our app")."""
+    before = low[max(0, i - 3) : i]
+    if any(w in _SUBJECT or w in _OWNED for w in before):
+        return False
+    return bool(before) and (before[-1] in _ONE or _number(before[-1]) is not None)
+
+
+def _says_3d(low: list[str], i: int) -> bool:
+    near = low[max(0, i - 4) : i + 3]
+    return any(w.startswith("3d") or w.startswith("dreidimensional") for w in near) or (
+        low[i].startswith("3d")
+    )
+
+
+def _phrase(
+    tokens: list[str], low: list[str], i: int, medium: str, plural: bool, stem: str
+) -> Named | None:
+    """The noun's phrase to its left: count, adjectives, length and format."""
+    count: int | None = None
+    words: list[str] = []
+    seconds: int | None = None
+    formats: list[str] = []
+    j = i - 1
+    while j >= 0 and i - j <= 5:
+        w = low[j]
+        if w in _SUBJECT and count is None:
+            return None  # "banners for the About page": whom the piece is for
+        if w in _BREAK or not re.match(r"[\w]", w):
+            break
+        if (n := _number(w)) is not None:
+            if j + 1 < i and _is_time_unit(low[j + 1]):
+                seconds = _seconds(n, low[j + 1])
+            elif count is None:
+                count = n
+                break
+        elif w in _ONE:
+            count = 1
+            break
+        elif w in _OPEN or w in _OWNED:
+            if w in _OWNED and count is None:
+                return None  # "our logo": what the piece shows, not a piece
+            plural = plural or (w in _OPEN and low[i] in _BOTH)
+            break
+        elif _is_time_unit(w):
+            pass
+        elif compact := _compact_seconds(w):
+            seconds = compact
+        else:
+            if _FORMAT.match(w):
+                formats.append(tokens[j])
+            medium = _MEDIUM_WORDS.get(w, medium) if medium != "3d" else medium
+            words.insert(0, tokens[j])
+        j -= 1
+    if count is None and low[i] in _BOTH:
+        plural = True
+    word = " ".join([*words[-2:], tokens[i]])
+    if seconds is None:
+        seconds = _seconds_after(low, i)
+    fmt_after = _format_after(tokens, low, i)
+    return Named(word, medium, count, plural or count not in (None, 1), seconds,
+                 tuple(formats + fmt_after), stem)  # fmt: skip
+
+
+def _is_time_unit(w: str) -> bool:
+    return bool(_SECONDS.match(w) or _MINUTES.match(w))
+
+
+def _seconds(n: int, unit: str) -> int:
+    return n * 60 if _MINUTES.match(unit) else n
+
+
+def _compact_seconds(w: str) -> int | None:
+    """ "15-second", "30-sekündigen", "zehnsekündigen", "20s", "2-minute"."""
+    m = re.match(r"^(\d+|[^\W\d_]+?)[-‑]?(seconds?|sekunden|sekündig\w*|s|sek|minute|minuten|"
+                 r"minütig\w*)(?:-\w+)?$", w)  # fmt: skip
+    if not m:
+        return None
+    n = _number(m.group(1))
+    if n is None:
+        return None
+    return n * 60 if m.group(2).startswith("min") else n
+
+
+def _seconds_after(low: list[str], i: int) -> int | None:
+    """ "a reel of 15 seconds", "ein Clip von 20 Sekunden", "(15 s)", "20 seconds long"."""
+    for j in range(i + 1, min(len(low), i + 6)):
+        w = low[j]
+        if _noun(w) is not None or w in ("and", "und", ";", "."):
+            return None
+        n = _number(w)
+        if n is not None and j + 1 < len(low) and _is_time_unit(low[j + 1]):
+            return _seconds(n, low[j + 1])
+        if compact := _compact_seconds(w):
+            return compact
+    return None
+
+
+def _format_after(tokens: list[str], low: list[str], i: int) -> list[str]:
+    out = []
+    for j in range(i + 1, min(len(low), i + 4)):
+        if _noun(low[j]) is not None or low[j] in ("and", "und", ",", ";", "."):
+            break
+        if _FORMAT.match(low[j]):
+            out.append(tokens[j])
+    return out
+
+
+def _merged(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, Named]]:
+    """Drop nouns that are not parts of their own: a noun before a form word ("picture
+    book") or before another noun it qualifies ("video ad", "intro sting"), a container
+    before "of N frames" (a storyboard of five scenes), a noun of the same medium after
+    "with" on a piece ("posters with photos"), and a second mention of the same piece."""
+    out: list[tuple[int, Named]] = []
+    for k, (i, part) in enumerate(heads):
+        nxt = heads[k + 1] if k + 1 < len(heads) else None
+        if i + 1 < len(low) and low[i + 1] in _FORM_WORDS:
+            continue
+        if nxt and nxt[0] == i + 1:
+            if nxt[1].stem in _NEUTRAL or low[nxt[0]] in _NEUTRAL:
+                heads[k + 1] = (nxt[0], _with_medium(nxt[1], part))
+            continue
+        if nxt and part.count in (None, 1) and nxt[1].count and nxt[0] - i <= 3:
+            inner = nxt[1].medium in (part.medium, "scene")
+            if inner and low[i + 1] in ("of", "aus", "mit", "with", "von"):
+                if nxt[1].medium == "scene":
+                    heads[k + 1] = (nxt[0], replace(nxt[1], medium=part.medium))
+                continue  # the container: the counted noun after it is the part
+        if part.medium == "scene":
+            continue  # a scene outside a storyboard is what a piece shows
+        prev = out[-1][1] if out else None
+        after_with = i > 0 and low[i - 1] in ("with", "mit")
+        if prev and after_with and prev.medium == part.medium and part.count is None:
+            continue
+        if prev and prev.stem == part.stem and part.count in (None, prev.count):
+            continue
+        out.append((i, part))
+    return out
+
+
+def _with_medium(head: Named, modifier: Named) -> Named:
+    words = modifier.word.split()[:-1] + head.word.split()[-2:]
+    seconds = head.duration_s or modifier.duration_s
+    count = head.count if head.count is not None else modifier.count
+    return Named(" ".join(words[-3:]), modifier.medium, count, head.plural, seconds,
+                 head.formats + modifier.formats, head.stem)  # fmt: skip
+
+
+def _conflicts(parts: list[Named], low: list[str]) -> list[tuple[int, int]]:
+    """Counts that cannot all hold: the same piece counted twice differently, "one per
+    card" over two different counts of one medium, or a number that refers back to the
+    pieces ("all six", "die fünf sollen …") and is not their count."""
+    out = []
+    text = " ".join(low)
+    for k, a in enumerate(parts):
+        for b in parts[k + 1 :]:
+            if a.count is None or b.count is None or a.count == b.count:
+                continue
+            if a.stem == b.stem or (a.medium == b.medium and _EACH.search(text)):
+                out.append((a.count, b.count))
+    counted = [p.count for p in parts if p.count and p.count > 1]
+    if len(counted) != 1:
+        return out
+    for j in range(1, len(low)):
+        n = _number(low[j])
+        if n is None or n == counted[0] or low[j - 1] not in _REFERS:
+            continue
+        ahead = low[j + 1 : j + 3]
+        if not any(_noun(w) for w in ahead) and not (ahead and _is_time_unit(ahead[0])):
+            out.append((counted[0], n))
+    return out
