@@ -149,6 +149,25 @@ MULTIPART_TOO = 0.35
 
 
 _NOT_WORK = ("question", "remember", "forget", "move", "change")
+# Words that ask for something to be made, whatever else the sentence states.
+_ASKING = re.compile(
+    r"\b(?:please|can you|could you|make|create|draw|paint|design|generate|produce|render|"
+    r"give me|i need|we need|i'd like|we'd like|i want|we want|"
+    r"bitte|mach|mache|erstelle|erstell|mal|male|zeichne|gestalte|entwirf|produziere|"
+    r"brauche|bräuchte|brauchen|bräuchten|hätte gern|hätten gern|möchte|möchten|"
+    r"kannst du|könntest du)\b",
+    re.I,
+)
+
+
+def asked_for(text: str) -> bool:
+    """Pieces named as work to make: with a length or a format, or in words that ask for
+    them, and not put as a question. The recogniser can read such a request as a stated
+    fact ("Zwei zehnsekündige Werbeclips für die Eröffnung …")."""
+    named = read(text).parts
+    if not named or requested(text).asks:
+        return False
+    return any(p.duration_s or p.formats for p in named) or bool(_ASKING.search(text))
 
 
 def multipart_work(text: str, rec: Recognition) -> bool:
@@ -159,8 +178,15 @@ def multipart_work(text: str, rec: Recognition) -> bool:
     several = max(pieces, requested(text).count or 0) > 1 or len(named.parts) > 1
     unmakeable = bool(named.unsupported) and rec.intent not in _NOT_WORK
     # Work by its words even where its meaning is unsure, unless it is put as a question.
-    work = rec.intent in (*MEDIA, "multipart") or (
-        rec.intent in ("other", None) and not requested(text).asks
+    # A request that counts its pieces and reads partly as media is work even where the
+    # meaning leans to a stated fact ("three reels … and one music track").
+    asks = requested(text).asks
+    counted = any(p.count for p in named.parts)
+    leans = sum(rec.scores[m] for m in (*MEDIA, "multipart")) > rec.scores["remember"]
+    work = (
+        rec.intent in (*MEDIA, "multipart")
+        or (rec.intent in ("other", None) and not asks)
+        or (rec.intent == "remember" and not asks and counted and (leans or asked_for(text)))
     )
     return (
         rec.intent == "multipart"
@@ -194,7 +220,8 @@ def _decide(
     followup = intent == "change" or (best >= 1 and change >= CHANGE_WITH_CONTEXT)
     multipart = rec is not None and multipart_work(text, rec)
     named = best >= 2 and (deictic or intent is None)
-    if intent in ("question", "remember", "other", None) and not named and not multipart:
+    asked = intent in ("remember", "other", None) and asked_for(text)
+    if intent in ("question", "remember", "other", None) and not (named or multipart or asked):
         return {"decision": "answer", "reason": f"main answers ({intent or 'unsure'})"}
     if (intent == "multipart" or multipart) and not followup and not (deictic and best):
         return {"decision": "new", "briefing": text, "reason": "a goal with several steps"}
@@ -216,7 +243,7 @@ def _decide(
         if second is None or second.age_s > max(3600, 6 * first.age_s):
             return {"decision": "existing", "task_id": first.task_id, "reason": "the latest"}
         return {"decision": "clarify", "candidate_ids": [first.task_id, second.task_id]}
-    if intent in MEDIA:
+    if intent in MEDIA or asked:
         return {"decision": "lightweight", "reason": "one generation"}
     return {"decision": "answer", "reason": "nothing earlier to change"}
 
