@@ -5,7 +5,7 @@ STAMP   := .venv/.synced
 # Tests wait on Temporal, HTTP and subprocesses far more than on CPU: run them side by side.
 PYTEST_WORKERS ?= 3
 
-.PHONY: install browser agui-client axe web-vendor up test lint typecheck pytest scenarios intents-eval clean
+.PHONY: install browser agui-client axe web-vendor up test lint typecheck pytest scenarios intents-eval plans-eval clean
 
 $(PY):
 	python3 -m venv .venv
@@ -65,6 +65,12 @@ scenarios: install
 intents-eval: install
 	OPENBLAS_NUM_THREADS=1 .venv/bin/python -m standin.eval tests/data/heldout_intents_v2.jsonl \
 		tests/data/heldout_intents_v3.jsonl
+
+# Multi-part requests driven through a fresh embedded stack (price confirmed, first draft
+# picked) and the finished tasks judged against what each names; exit 1 under 95 %.
+plans-eval: install web-vendor
+	OPENBLAS_NUM_THREADS=1 .venv/bin/python -m scenarios.plans_eval \
+		tests/data/heldout_plans_v1.jsonl tests/data/heldout_plans_v2.jsonl $(PLANS_ARGS)
 
 clean:
 	rm -rf .venv .lomo .mypy_cache .ruff_cache

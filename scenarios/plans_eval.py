@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lomo.states import CardKind, CardStatus, TaskStatus
+from lomo.states import CardKind, CardStatus, EventType, TaskStatus
 from scenarios import stack as stacks
 from scenarios.person import Person, ScenarioFailure
 
@@ -61,6 +61,7 @@ class Verdict:
     why: str = ""
     made: list[str] = field(default_factory=list)  # what the task made, part by part
     seconds: float = 0.0
+    transcript: list[str] = field(default_factory=list)
 
 
 def load(path: Path) -> list[Case]:
@@ -167,8 +168,17 @@ def judge(case: Case, made: list[list[Piece]]) -> str:
 
 # --- one request, end to end ----------------------------------------------------------
 def run_case(st: stacks.Stack, case: Case, within: float) -> Verdict:
-    started = time.monotonic()
     p = Person(st, st.new_person(f"plans-{case.id}"), case.lang, within=within)
+    try:
+        verdict = _drive(p, case)
+        verdict.transcript = transcript(p.events())
+        return verdict
+    finally:
+        p.close()
+
+
+def _drive(p: Person, case: Case) -> Verdict:
+    started = time.monotonic()
     try:
         said = p.say(case.text, work="plan")
         if not said.task_id:
@@ -181,8 +191,27 @@ def run_case(st: stacks.Stack, case: Case, within: float) -> Verdict:
         return Verdict(case, not why, why, describe(made), _since(started))
     except ScenarioFailure as e:
         return Verdict(case, False, str(e)[:300], [], _since(started))
-    finally:
-        p.close()
+
+
+def transcript(events: list[dict[str, Any]]) -> list[str]:
+    """What the person saw, in order: their messages, the replies, the cards and their
+    answers, what was made."""
+    lines = []
+    for e in events:
+        data, kind = e.get("data") or {}, e.get("type")
+        if kind == EventType.MESSAGE_RECEIVED:
+            lines.append(f"person: {data.get('text', '')}")
+        elif kind == EventType.TASK_REPLY:
+            lines.append(f"lomo: {data.get('text', '')}")
+        elif kind == EventType.CARD_CREATED:
+            price = f" [{data['price_cents'] / 100:.2f} EUR]" if data.get("price_cents") else ""
+            lines.append(f"card ({data.get('kind')}){price}: {data.get('title', '')}")
+        elif kind == EventType.CARD_ANSWERED:
+            lines.append(f"person answers: {data.get('action', '')}")
+        elif kind == EventType.TASK_CHECKLIST:
+            steps = [f"[{i.get('status')}] {i.get('title')}" for i in data.get("items", [])]
+            lines.append("checklist: " + "; ".join(steps))
+    return lines
 
 
 def _finished(t: dict[str, Any]) -> bool:
@@ -232,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--within", type=float, default=420.0, help="seconds a request may take")
     ap.add_argument("--only", default="", help="comma-separated case ids")
     ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--transcripts", action="store_true", help="print what each person saw")
     args = ap.parse_args(argv)
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="lomo-plans-eval-"))
     st = stacks.start(root / "stack")
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"       made: {'; '.join(v.made) or '-'}")
                 if v.why:
                     print(f"       why:  {v.why}")
+                for line in v.transcript if args.transcripts else []:
+                    print(f"       | {line}")
             worst = min(worst, 100 * sum(v.ok for v in verdicts) / max(1, len(verdicts)))
     finally:
         stacks.stop(st)

@@ -24,7 +24,7 @@ import httpx
 # Below the ephemeral range, so no dev server's random port takes ours, and below the
 # slices tests/helpers hands out (20000-32000), so a run beside the test suite is safe.
 PORT_RANGE = (12000, 19000)
-PARTS = ("api", "temporal", "temporal_ui", "sim")
+PARTS = ("api", "temporal", "temporal_ui", "sim", "memory")
 DAY = 86400.0
 
 
@@ -51,6 +51,7 @@ def stack_env(data_dir: Path, ports: dict[str, int], database_url: str | None) -
         LOMO_TEMPORAL_PORT=str(ports["temporal"]),
         LOMO_TEMPORAL_UI_PORT=str(ports["temporal_ui"]),
         LOMO_SIM_PORT=str(ports["sim"]),
+        LOMO_MEMORY_PORT=str(ports["memory"]),
         LOMO_SIM_SPEED="0.05",
         LOMO_MODEL_PROVIDER="offline",
         LOMO_TEST_CLOCK_FILE=str(data_dir / "clock"),

@@ -26,8 +26,14 @@ _RUN = re.compile(
     r"(?P<done>\d+) of (?P<total>\d+) nodes done(?P<rest>.*)"
 )
 SHOTS = 6
+# The film's checklist step in the runtime's lines, and a run's results ("edit → obj_…").
+_STEP = re.compile(
+    r"^  - \[(?P<status>\w+)\] (?P<id>chk_[0-9a-z]+): (?:Short film|Kurzfilm)", re.MULTILINE
+)
+_RESULT = re.compile(r"→ (obj_[0-9a-z]+)")
 _IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|frn)_[0-9a-z]+\b")
 _SAY = {
+    "step": ("Short film from the storyboard", "Kurzfilm aus dem Storyboard"),
     "started": (
         "I'm making the film from your storyboard.",
         "Ich mache den Film aus deinem Storyboard.",
@@ -95,6 +101,9 @@ def film_nodes(storyboard_id: str, shots: list[str]) -> dict[str, Any]:
 
 
 def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
+    """Once the run has made the film, a checklist step carries the final cut: with it
+    done the task is complete, instead of waiting on the person with nothing to answer.
+    (Before, the task has no checklist, so it waits for the run's wake-ups.)"""
     de = lang == "de"
     tail, results = _read(request)
     for r in results:
@@ -107,6 +116,7 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
             return tool_call(request, "create_flow", {"name": "Short film", "nodes": nodes})
     flow_id = film_flow(text)
     runs = [m for m in _RUN.finditer(tail) if flow_id is None or m["flow"] == flow_id]
+    step = _STEP.search(tail)
     if not runs:
         if flow_id:
             return tool_call(request, "run_flow", {"object_id": flow_id})
@@ -116,6 +126,12 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
     if status == "succeeded" and "stale" in rest:
         # The person changed shots mid-run: run again, which redoes just those.
         return tool_call(request, "run_flow", {"object_id": newest["flow"]})
+    cut = _RESULT.findall(rest)
+    if status == "succeeded" and cut and step is None:
+        return tool_call(request, "update_checklist", {"add": [{"title": _SAY["step"][de]}]})
+    if status == "succeeded" and cut and step is not None and step["status"] != "done":
+        update = {"id": step["id"], "status": "done", "artifacts": cut}
+        return tool_call(request, "update_checklist", {"update": [update]})
     if status == "succeeded":
         # The app links the results; the reply names the work, never its ids.
         return text_reply(_SAY["ready"][de], request)

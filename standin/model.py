@@ -28,11 +28,12 @@ from routing.text import detect_language
 from standin.film import film_step, is_film_task
 from standin.intents import MEDIA, recognise, recogniser
 from standin.notes import notes_of, notes_step
+from standin.parts import read
 from standin.planner import plan_step
 from standin.replies import kind_word, ready, say
 from standin.requested import requested, work_name
 from standin.review import Review, review
-from standin.router import multipart_work
+from standin.router import asked_for, multipart_work
 from standin.tasks import forget_step, person_texts
 
 _OBJECT_ID = re.compile(r"\b(?:obj|tsk|ord|crd|chk)_[0-9a-z]+\b")
@@ -283,6 +284,10 @@ def _generation_call(
         kind, prompt = work.kind, _brief(request.messages)
     elif rec.intent in MEDIA:
         kind, prompt = rec.intent, person
+    elif opening and asked_for(person):
+        # A piece asked for in words the recogniser reads as a statement ("Eine
+        # 15-sekündige Ansage für …"): the medium its noun names.
+        kind, prompt = read(person).parts[0].medium, person
     else:
         return None
     wanted = requested(person)

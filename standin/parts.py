@@ -43,7 +43,7 @@ _BREAK = {
     "für", "mit", "und", "oder", "von", "über", "aus", "zu", "zum", "zur", "im", "auf",
     "als", "sowie", "dazu", "then", "dann", "also", "auch", "fürs",
 }  # fmt: skip
-_SUBJECT = {"for", "für", "fürs", "about", "über", "zu", "zum", "zur"}
+_SUBJECT = {"for", "für", "fürs", "about", "über", "zu", "zum", "zur", "on", "auf"}
 
 # Each entry: a medium and the noun's forms (singular | plural), English and German,
 # lower case; German compounds match by their last word.
@@ -70,9 +70,9 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
     # Scenes and shots are pictures inside a storyboard only ("a storyboard of four scenes").
     ("scene", "scene|szene|shot|einstellung", "scenes|szenen|shots|einstellungen"),
     ("video", "video|clip|reel|film|movie|animation|trailer|teaser|spot|commercial|intro|"
-     "outro|gif|tiktok",
+     "outro|gif",
      "videos|clips|reels|filme|films|movies|animations|animationen|trailers|trailer|"
-     "teasers|teaser|spots|commercials|intros|outros|gifs|tiktoks"),
+     "teasers|teaser|spots|commercials|intros|outros|gifs"),
     ("audio", "jingle|song|lied|music|musik|soundtrack|track|sound|geräusch|klang|melody|"
      "melodie|voiceover|voice-over|sprachaufnahme|ringtone|klingelton|beat|theme|tune|"
      "audio|loop|hymne|anthem|soundeffekt|sound-effekt|sting|stinger|lullaby|schlaflied|"
@@ -106,6 +106,17 @@ _FORMAT = re.compile(
 )
 _FORM_WORDS = {"book", "books", "buch", "series", "serie", "set", "kit", "campaign", "kampagne",
                "identity", "comic", "comics", "collection", "sammlung", "reihe"}  # fmt: skip
+_MAKING = re.compile(
+    r"^(?:make|build|create|design|code|program|develop|set|setup|write|need|want|"
+    r"mach\w*|bau\w*|erstell\w*|programmier\w*|entwick\w*|gestalt\w*|schreib\w*|"
+    r"brauch\w*|bräucht\w*|möcht\w*|hätte|entwirf|richte\w*)$",
+    re.I,
+)
+_ONE_EACH = re.compile(
+    r"\b(?:one|ein\w*)\s+(?:for each|for every|per|pro|je|für jede\w*)\s+(?:of\s+)?"
+    r"(?:\w+\s+)?(\w+)|\bfür jede\w*\s+der\s+(\w+)",
+    re.I,
+)
 _EACH = re.compile(r"\b(?:one|ein|eins|eine)\s+(?:per|pro|je|für\s+jede\w*)\b|\bje\s+\w+\b", re.I)
 
 
@@ -161,6 +172,12 @@ _COMPOUND_MEDIUM = (("hörspiel", "audio"), ("podcast", "audio"), ("radio", "aud
 _NEUTRAL = {"ad", "ads", "advert", "adverts", "anzeige", "anzeigen", "design", "designs",
             "post", "posts", "beitrag", "beiträge", "spot", "spots", "template", "templates",
             "vorlage", "vorlagen", "teaser", "loop", "loops"}  # fmt: skip
+# English nouns after which a piece's noun only qualifies ("an ad idea", "a music festival").
+_QUALIFIED = {"idea", "ideas", "campaign", "shoot", "call", "festival", "night", "evening",
+              "event", "session", "project", "concept", "pitch", "brief", "style", "look",
+              "studio", "shop", "store", "channel", "account", "club", "team", "contest",
+              "competition", "screening", "budget", "launch", "lover", "lovers", "fan",
+              "fans", "school", "class", "course", "workshop", "room", "wall"}  # fmt: skip
 _REFERS = {"the", "these", "those", "all", "die", "diese", "alle", "allen", "jene", "sämtliche"}
 _PIECES = {"stück", "pieces", "stücke", "exemplare", "varianten", "variants", "versions",
            "versionen", "mal"}  # fmt: skip
@@ -172,7 +189,7 @@ _EXACT_ONLY = {"ad", "ads", "post", "posts", "art", "app", "gif", "gifs", "spot"
                "objekt", "klang", "song", "songs", "film", "filme", "films",
                "karte", "karten", "muster", "druck", "drucke", "entwurf", "entwürfe",
                "spots", "effects", "effekte", "anzeige", "anzeigen", "label", "labels",
-               "badge", "header", "panel", "motiv", "motive"}  # fmt: skip
+               "badge", "header", "panel"}  # fmt: skip
 
 
 def _noun(token: str) -> tuple[str, bool, str] | None:
@@ -223,12 +240,18 @@ def read(text: str) -> Reading:
         found = _noun(tok)
         if found is None or _verb(low, i):
             continue
-        if _FORMAT.match(low[i]) and i and low[i - 1] in ("in", "im", "als", "as"):
-            continue  # "in portrait": the format of a piece
+        if _is_format_here(low, i):
+            continue  # "in portrait", "A4 portrait": the format of a piece
+        if i + 1 < len(low) and low[i + 1] in _QUALIFIED:
+            continue
+        if _described(low, i):
+            continue
         medium, plural, stem = found
         if medium == "3d" and not _says_3d(low, i):
             continue
         part = _phrase(tokens, low, i, medium, plural, stem)
+        if part is not None and part.count == 1 and _rate_after(low, i):
+            part = replace(part, count=None)  # "one clip per day": a rate, not a count
         if part is not None:
             heads.append((i, part))
     heads = _counted_after(_timed_after(_merged(heads, low), low), low)
@@ -269,6 +292,12 @@ def _sentence_between(low: list[str], i: int, j: int) -> bool:
 def _counted_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, Named]]:
     """ "Banner …, vier Stück": a count after the noun, for the nearest one before it."""
     out = list(heads)
+    for k, (i, p) in enumerate(out):
+        after = low[i + 1 : i + 4]
+        if p.count is None and p.plural and after and after[0] in ("of", "von"):
+            n = next((_number(w) for w in after[1:] if _number(w)), None)
+            if n:
+                out[k] = (i, replace(p, count=n))  # "pictures of the five bestsellers"
     for j, w in enumerate(low[:-1]):
         n = _number(w)
         if n is None or low[j + 1] not in _PIECES:
@@ -279,6 +308,26 @@ def _counted_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple
                 out[k] = (i, replace(p, count=n))
                 break
     return out
+
+
+def _rate_after(low: list[str], i: int) -> bool:
+    return i + 1 < len(low) and low[i + 1] in ("per", "pro", "je", "each", "a", "every")
+
+
+def _is_format_here(low: list[str], i: int) -> bool:
+    if not _FORMAT.match(low[i]):
+        return False
+    near = [low[i - 1] if i else "", low[i + 1] if i + 1 < len(low) else ""]
+    return near[0] in ("in", "im", "als", "as") or any(_FORMAT.match(w) for w in near if w)
+
+
+def _described(low: list[str], i: int) -> bool:
+    """ "Each page should be one big illustration": a sentence that starts with "each"
+    says what the pieces are like, it names none."""
+    j = i - 1
+    while j >= 0 and low[j] not in (".", "!", "?", ";"):
+        j -= 1
+    return j + 1 < i and low[j + 1] in ("each", "every", "jede", "jeder", "jedes", "jeden")
 
 
 def _verb(low: list[str], i: int) -> bool:
@@ -295,7 +344,11 @@ def _made_here(low: list[str], i: int) -> bool:
     before = low[max(0, i - 3) : i]
     if any(w in _SUBJECT or w in _OWNED for w in before):
         return False
-    return bool(before) and (before[-1] in _ONE or _number(before[-1]) is not None)
+    j = i - 1
+    while j >= 0 and low[j] not in (".", "!", "?", ";"):
+        j -= 1
+    making = any(_MAKING.match(w) for w in low[j + 1 : i])  # not "we're launching an app"
+    return making and any(w in _ONE or _number(w) is not None for w in before)
 
 
 def _says_3d(low: list[str], i: int) -> bool:
@@ -314,10 +367,14 @@ def _phrase(
     seconds: int | None = None
     formats: list[str] = []
     j = i - 1
+    seconds = _compact_seconds(low[i])  # "20-Sekunden-Clip"
     while j >= 0 and i - j <= 5:
         w = low[j]
         if w in _SUBJECT and count is None:
             return None  # "banners for the About page": whom the piece is for
+        if w in ("of", "von") and j >= 2 and _is_time_unit(low[j - 1]) and _number(low[j - 2]):
+            seconds = _seconds(_number(low[j - 2]) or 0, low[j - 1])  # "30 seconds of music"
+            break
         if w in _BREAK or not re.match(r"[\w]", w):
             break
         if (n := _number(w)) is not None:
@@ -325,9 +382,13 @@ def _phrase(
                 seconds = _seconds(n, low[j + 1])
             elif count is None:
                 count = n
+                if j and low[j - 1] in _SUBJECT:
+                    return None
                 break
         elif w in _ONE:
             count = 1
+            if j and low[j - 1] in _SUBJECT:
+                return None  # "music for a trailer": what the piece is for
             break
         elif w in _OPEN or w in _OWNED:
             if w in _OWNED and count is None:
@@ -418,6 +479,10 @@ def _merged(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, N
                 if nxt[1].medium == "scene":
                     heads[k + 1] = (nxt[0], replace(nxt[1], medium=part.medium))
                 continue  # the container: the counted noun after it is the part
+        if part.stem == "storyboard" and nxt and nxt[1].count and nxt[0] - i <= 8:
+            if nxt[1].medium in ("image", "scene"):
+                heads[k + 1] = (nxt[0], replace(nxt[1], medium="image"))
+                continue  # "ein Storyboard für einen Trailer, sechs Bilder"
         if part.medium == "scene":
             continue  # a scene outside a storyboard is what a piece shows
         prev = out[-1][1] if out else None
@@ -453,6 +518,10 @@ def _conflicts(parts: list[Named], low: list[str]) -> list[tuple[int, int]]:
     counted = [p.count for p in parts if p.count and p.count > 1]
     if len(counted) != 1:
         return out
+    for m in _ONE_EACH.finditer(text):
+        n = _number(m.group(1) or m.group(2))
+        if n and n != counted[0]:
+            out.append((counted[0], n))  # "three portraits, one for each of our four"
     for j in range(1, len(low)):
         n = _number(low[j])
         if n is None or n == counted[0] or low[j - 1] not in _REFERS:

@@ -85,6 +85,15 @@ async def test_short_film_from_a_storyboard(
 
         done = await eventually(finished, within=60)  # woken at the end, names the film
         assert edit not in done[-1] and "obj_" not in done[-1]  # named, not an id
+
+        async def completed() -> Any:
+            t = (await st.api.get(f"/v1/tasks/{task_id}", headers=st.auth)).json()
+            return t if t["status"] == "completed" else None
+
+        # Made and shown, the film's task is complete: it does not wait on the person
+        # with nothing to answer. Its one step carries the final cut.
+        task = await eventually(completed, within=60)
+        assert [(i["status"], i["artifacts"]) for i in task["checklist"]] == [("done", [edit])]
         async with st.db.session() as s:
             orders = list(await s.scalars(select(GenerationOrder)))
         assert len(orders) == 14 and all(o.status == "succeeded" for o in orders)
