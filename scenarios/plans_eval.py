@@ -171,7 +171,8 @@ def run_case(st: stacks.Stack, case: Case, within: float) -> Verdict:
     p = Person(st, st.new_person(f"plans-{case.id}"), case.lang, within=within)
     try:
         verdict = _drive(p, case)
-        verdict.transcript = transcript(p.events())
+        said = {x.message_id: x.text for x in p.journal.said}
+        verdict.transcript = transcript(p.events(), said)
         return verdict
     finally:
         p.close()
@@ -193,14 +194,15 @@ def _drive(p: Person, case: Case) -> Verdict:
         return Verdict(case, False, str(e)[:300], [], _since(started))
 
 
-def transcript(events: list[dict[str, Any]]) -> list[str]:
+def transcript(events: list[dict[str, Any]], said: dict[str, str]) -> list[str]:
     """What the person saw, in order: their messages, the replies, the cards and their
     answers, what was made."""
     lines = []
     for e in events:
         data, kind = e.get("data") or {}, e.get("type")
         if kind == EventType.MESSAGE_RECEIVED:
-            lines.append(f"person: {data.get('text', '')}")
+            text = said.get(str(data.get("message_id")), "") or data.get("text") or "(a poke)"
+            lines.append(f"person: {text}")
         elif kind == EventType.TASK_REPLY:
             lines.append(f"lomo: {data.get('text', '')}")
         elif kind == EventType.CARD_CREATED:
@@ -209,7 +211,7 @@ def transcript(events: list[dict[str, Any]]) -> list[str]:
         elif kind == EventType.CARD_ANSWERED:
             lines.append(f"person answers: {data.get('action', '')}")
         elif kind == EventType.TASK_CHECKLIST:
-            steps = [f"[{i.get('status')}] {i.get('title')}" for i in data.get("items", [])]
+            steps = [f"[{i.get('status')}] {i.get('title')}" for i in data.get("checklist", [])]
             lines.append("checklist: " + "; ".join(steps))
     return lines
 

@@ -297,8 +297,9 @@ def _generation_call(
     own = _own_piece(request) if changes and kind == "image" else None
     if (changes or kind == "video") and (ref := own or _latest_asset(runtime_notes)):
         args["reference_object_id"] = ref
-    if kind in ("video", "audio") and wanted.duration_s:
-        args["duration_s"] = wanted.duration_s
+    seconds = next((p.duration_s for p in read(person).parts if p.duration_s), None)
+    if kind in ("video", "audio") and (seconds or wanted.duration_s):
+        args["duration_s"] = seconds or wanted.duration_s
     return f"generate_{kind}", args
 
 

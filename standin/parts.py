@@ -76,11 +76,12 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
     ("audio", "jingle|song|lied|music|musik|soundtrack|track|sound|geräusch|klang|melody|"
      "melodie|voiceover|voice-over|sprachaufnahme|ringtone|klingelton|beat|theme|tune|"
      "audio|loop|hymne|anthem|soundeffekt|sound-effekt|sting|stinger|lullaby|schlaflied|"
+     "soundscape|geräuschkulisse|klangkulisse|klangteppich|atmo|"
      "wiegenlied|ansage|durchsage|stimme|narration|podcast-intro|hörspiel|score",
      "jingles|songs|lieder|liedern|soundtracks|tracks|sounds|geräusche|klänge|melodies|"
      "melodien|voiceovers|ringtones|klingeltöne|beats|themes|tunes|loops|hymnen|anthems|"
      "soundeffekte|sound-effekte|effects|effekte|stings|stingers|lullabies|ansagen|"
-     "durchsagen|stimmen|hörspiele|scores"),
+     "durchsagen|stimmen|hörspiele|scores|soundscapes|geräuschkulissen"),
     ("3d", "model|modell|figurine|figur|sculpture|skulptur|statue|object|objekt",
      "models|modelle|modellen|figurines|figuren|sculptures|skulpturen|statues|objects|"
      "objekte"),
@@ -187,7 +188,7 @@ _EXACT_ONLY = {"ad", "ads", "post", "posts", "art", "app", "gif", "gifs", "spot"
                "model", "models", "loop", "loops", "beat", "beats", "tune", "sound",
                "sounds", "intro", "outro", "seite", "seiten", "spiel", "figur",
                "objekt", "klang", "song", "songs", "film", "filme", "films",
-               "karte", "karten", "muster", "druck", "drucke", "entwurf", "entwürfe",
+               "karte", "karten", "muster", "druck", "drucke",
                "spots", "effects", "effekte", "anzeige", "anzeigen", "label", "labels",
                "badge", "header", "panel"}  # fmt: skip
 
@@ -204,10 +205,13 @@ def _noun(token: str) -> tuple[str, bool, str] | None:
         if len(low) <= len(form) + 2 or not low.endswith(form):
             continue
         head = low[: -len(form)]
-        if head.endswith("-") or form not in _EXACT_ONLY:
+        # Compounds are German nouns, written with a capital ("Werbeplakate"); a lower-case
+        # English word that ends like a piece is another word ("frosting", "discover").
+        if head.endswith("-") or (form not in _EXACT_ONLY and token[:1].isupper()):
             said = next((m for w, m in _COMPOUND_MEDIUM if head.startswith(w)), medium)
             return (said if medium in ("image", "video") else medium), plural, head + stem
-    if low.endswith(("ern", "en", "eln")) and (found := _noun(token[:-1])):
+    upper = token[:1].isupper()
+    if upper and low.endswith(("ern", "en", "eln")) and (found := _noun(token[:-1])):
         return found[0], True, found[2]  # the German dative plural: "mit drei Stickern"
     return None
 
@@ -244,8 +248,8 @@ def read(text: str) -> Reading:
             continue  # "in portrait", "A4 portrait": the format of a piece
         if i + 1 < len(low) and low[i + 1] in _QUALIFIED:
             continue
-        if _described(low, i):
-            continue
+        if _described(low, i) or (heads and i and low[i - 1] in ("als", "as")):
+            continue  # "2 Etikettenentwürfe als Bild": what the piece is made as
         medium, plural, stem = found
         if medium == "3d" and not _says_3d(low, i):
             continue
@@ -255,9 +259,35 @@ def read(text: str) -> Reading:
         if part is not None:
             heads.append((i, part))
     heads = _counted_after(_timed_after(_merged(heads, low), low), low)
-    out.parts = [p for _, p in heads]
+    out.parts = [_in_context(p, low) for i, p in heads if not _weak(p, low, i, heads)]
     out.conflicts = _conflicts(out.parts, low)
     return out
+
+
+# Nouns that name a piece only with a length, a number above one, or a medium said with
+# them ("a fun intro to the plot" is none; "ein Intro mit 20 Sekunden" is one).
+_WEAK = {"intro", "outro", "teaser", "loop", "theme", "spot", "short"}
+_AUDIO_CONTEXT = re.compile(
+    r"podcast|radio|hörspiel|playlist|spotify|anrufbeantworter|voicemail|hotline",
+    re.I,
+)
+
+
+def _weak(p: Named, low: list[str], i: int, heads: list[tuple[int, Named]]) -> bool:
+    if p.stem not in _WEAK:
+        return False
+    said_with = " ".join(p.word.lower().split()[:-1])
+    medium_word = _AUDIO_CONTEXT.search(said_with) or re.search(r"video|audio|youtube", said_with)
+    strong = p.duration_s or (p.count or 0) > 1 or "-" in low[i] or medium_word
+    return not strong
+
+
+def _in_context(p: Named, low: list[str]) -> Named:
+    """An intro, outro or loop is a sound where the request is about sound (a podcast,
+    the radio), else a clip."""
+    if p.stem in _WEAK and p.medium == "video" and _AUDIO_CONTEXT.search(" ".join(low)):
+        return replace(p, medium="audio")
+    return p
 
 
 def _timed_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, Named]]:
@@ -344,10 +374,14 @@ def _made_here(low: list[str], i: int) -> bool:
     before = low[max(0, i - 3) : i]
     if any(w in _SUBJECT or w in _OWNED for w in before):
         return False
-    j = i - 1
+    # A verb in its sentence asks for it, before it or (German) at the end: not "we're
+    # launching an app".
+    j, k = i - 1, i + 1
     while j >= 0 and low[j] not in (".", "!", "?", ";"):
         j -= 1
-    making = any(_MAKING.match(w) for w in low[j + 1 : i])  # not "we're launching an app"
+    while k < len(low) and low[k] not in (".", "!", "?", ";", ","):
+        k += 1
+    making = any(_MAKING.match(w) for w in low[j + 1 : k])
     return making and any(w in _ONE or _number(w) is not None for w in before)
 
 
@@ -385,6 +419,8 @@ def _phrase(
                 if j and low[j - 1] in _SUBJECT:
                     return None
                 break
+        elif w in ("per", "pro", "je", "each", "every", "jede", "jeden", "jedes", "jeder"):
+            return None  # "one scene per page": the page is the unit, not a piece
         elif w in _ONE:
             count = 1
             if j and low[j - 1] in _SUBJECT:

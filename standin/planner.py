@@ -38,7 +38,6 @@ from standin.intents import MEDIA, load_examples, plain_form, recognise
 from standin.parts import Named, Reading, read
 from standin.requested import requested, work_name
 from standin.tasks import (
-    _ANSWER,
     Call,
     Item,
     View,
@@ -273,6 +272,7 @@ def _question(reading: Reading, named: list[Named], de: bool) -> Question | None
         return Question("contradiction", "select", _CONFLICT_SAY[de].format(counts=said), options)
     if reading.unsupported:
         what = ", ".join(dict.fromkeys(reading.unsupported))
+        what = what[:1].upper() + what[1:] if de else what  # it opens the German sentence
         if not named:
             return Question("unsupported", "clarify", _NOTHING_SAY[de].format(what=what))
         rest = ", ".join(_title(p, p.count or 1, de) for p in named)
@@ -433,27 +433,41 @@ def _series(text: str, brief: str, de: bool) -> tuple[Part, ...]:
     return (Part(title, medium, prompts, (seconds,) * n if seconds else ()),)
 
 
-def choice_of(request: ModelRequest, plan: Plan) -> str:
-    """The person's answer to the plan's question, from anywhere in the task's history:
-    `count:N`, `confirm`, `reject`, or "" while unanswered."""
+def choice_of(request: ModelRequest, plan: Plan, v: View, opening: str) -> str:
+    """The person's answer to the plan's question: `count:N`, `confirm`, `reject`, or ""
+    while unanswered. The answer is in the runtime's lines of one step only; after that
+    the checklist built from it says which it was (the plan that answer gives has those
+    steps), or that the plan was declined."""
     q = plan.question
     if q is None:
         return ""
-    for m in request.messages:
-        for b in m.content:
-            if isinstance(b, TextBlock) and b.text.startswith("[runtime]"):
-                for a in _ANSWER.finditer(b.text):
-                    if a.group(2) == q.title[: len(a.group(2))] and a.group(2):
-                        return a.group(4) or a.group(3) if a.group(3) == "select" else a.group(3)
+    for a in v.answers:
+        if a[1] and a[1] == q.title[: len(a[1])]:
+            return a[3] if a[2] == "select" and a[3] else a[2]
+    if not v.items:
+        return ""
+    if v.items[0].title in _DECLINED:
+        return "reject"
+    titles = [i.title for i in v.items]
+    for choice in [*(i for i, _ in q.options), "confirm"]:
+        steps = plan_of(opening, plan.lang, choice).steps()
+        if steps and [str(x["title"]) for x in steps] == titles[: len(steps)]:
+            return choice
     return ""
+
+
+_DECLINED = ("Nothing to make: declined", "Nichts zu machen: abgelehnt")
 
 
 # --- the steps ------------------------------------------------------------------------
 def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelResponse:
     """The next move of a multi-part task, read off the checklist and the runtime's lines."""
-    plan = plan_of(person[0], lang)
-    plan = plan_of(person[0], lang, choice_of(request, plan))
     v = read_view(request, lang, " ".join(person), person[-1])
+    plan = plan_of(person[0], lang)
+    choice = choice_of(request, plan, v, person[0])
+    if choice == "reject":
+        return _declined(request, plan, v)
+    plan = plan_of(person[0], lang, choice) if choice else plan
     if not v.items and plan.question is not None:
         return _ask(request, plan, person)
     if not v.items:
@@ -489,14 +503,11 @@ def plan_step(request: ModelRequest, lang: str, person: list[str]) -> ModelRespo
 
 
 def _ask(request: ModelRequest, plan: Plan, person: list[str]) -> ModelResponse:
-    """The plan's question on a card, once; while it waits, say so. Declined: nothing is
-    made. A request of nothing the catalogue makes is planned anew from the person's next
-    words."""
+    """The plan's question on a card, once, after the guides of what it would make (the
+    answer shows for one step, which then plans at once); while it waits, say so. A request
+    of nothing the catalogue makes is planned anew from the person's next words."""
     q = plan.question
     assert q is not None
-    choice = choice_of(request, plan)
-    if choice == "reject":
-        return reply(_say(plan, "declined"), request)
     if q.kind == "clarify" and len(person) > 1:
         return plan_step(request, plan.lang, person[1:])
     if any(
@@ -505,10 +516,28 @@ def _ask(request: ModelRequest, plan: Plan, person: list[str]) -> ModelResponse:
         for b in m.content
     ):
         return reply(q.title, request)
+    likely = plan_of(person[0], plan.lang, q.options[0][0] if q.options else "confirm")
+    wanted = likely.guides(offered_guides(request)) if likely.parts else []
+    if missing := [g for g in wanted if g not in loaded_guides(request)]:
+        return calls(request, [("load_guide", {"name": g}) for g in missing])
     args: dict[str, object] = {"kind": q.kind, "title": q.title}
     if q.options:
         args["options"] = [{"id": i, "label": label} for i, label in q.options]
     return calls(request, [("ask_person", args)])
+
+
+def _declined(request: ModelRequest, plan: Plan, v: View) -> ModelResponse:
+    """Declined: one step says so and is skipped, so the task ends instead of waiting on
+    the person with nothing to answer."""
+    if not v.items:
+        title = _DECLINED[plan.lang == "de"]
+        return calls(request, [("update_checklist", {"add": [{"title": title}]})])
+    step = v.items[0]
+    if step.status not in ("skipped", "done"):
+        return calls(
+            request, [("update_checklist", {"update": [{"id": step.id, "status": "skipped"}]})]
+        )
+    return reply(_say(plan, "declined"), request)
 
 
 def offered_guides(request: ModelRequest) -> list[str]:
