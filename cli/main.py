@@ -127,6 +127,16 @@ def api(data_dir: DataDir = None, migrate: bool = True) -> None:
 
 
 @app.command()
+def migrate(data_dir: DataDir = None) -> None:
+    """Migrate the database to the current schema and exit (a deployment's one-shot job
+    before its api replicas start with --no-migrate)."""
+    from lomo.db.migrate import upgrade
+
+    upgrade(_settings(data_dir).resolved_database_url)
+    typer.echo("database at the current schema")
+
+
+@app.command()
 def sim(data_dir: DataDir = None) -> None:
     """Run the generation simulator."""
     from sim.server import run
@@ -141,6 +151,25 @@ def sim(data_dir: DataDir = None) -> None:
         token=s.sim_token.get_secret_value(),
         allowed_hosts=s.trusted_hosts,
     )
+
+
+@app.command()
+def health(
+    part: Annotated[
+        str | None, typer.Argument(help="api, worker, memory or sim; default: PID 1's part")
+    ] = None,
+) -> None:
+    """Exit 0 while this container's Lomo process answers its health endpoint, else 1 (the
+    image's HEALTHCHECK)."""
+    from cli.health import PARTS, check, container_part
+
+    part = part or container_part()
+    if part not in PARTS:
+        typer.echo(f"not a Lomo part: {part!r} (give one of {', '.join(PARTS)})", err=True)
+        raise typer.Exit(2)
+    ok, said = check(get_settings(), part)
+    typer.echo(said)
+    raise typer.Exit(0 if ok else 1)
 
 
 @user_app.command("add")

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.helpers import free_port
 from tests.up_support import start_up, stop_up, until, up_env
 
 pytestmark = pytest.mark.slow
@@ -129,7 +130,7 @@ def _picture_task(api: httpx.Client) -> dict[str, Any]:
 
 def test_the_installed_stack_completes_a_picture_task(installed: Install, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = _outside_env()
+    env = _outside_env(LOMO_WORKER_METRICS_PORT=str(free_port()))
     lomo = [installed.bin("lomo")]
     proc, stack = start_up(data_dir, env, command=lomo, cwd=tmp_path, within=180)
     try:
@@ -144,8 +145,14 @@ def test_the_installed_stack_completes_a_picture_task(installed: Install, tmp_pa
         replay_env = dict(env, LOMO_DATA_DIR=str(data_dir))
         out = _run(*lomo, "replay", f"task:{task['task_id']}", cwd=tmp_path, env=replay_env)
         assert out.strip().endswith("replay ok")
+        # The image's health check, part by part (the memory service on LOMO_MEMORY_PORT).
+        for part in ("api", "worker", "memory", "sim"):
+            said = _run(*lomo, "health", part, cwd=tmp_path, env=env)
+            assert said.strip().endswith(": 200"), said
     finally:
         stop_up(proc, stack)
+    down = subprocess.run([*lomo, "health", "api"], env=env, capture_output=True, text=True)
+    assert down.returncode == 1, down.stdout
 
 
 def test_checkout_commands_run_from_anywhere(tmp_path: Path) -> None:
