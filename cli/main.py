@@ -127,13 +127,30 @@ def api(data_dir: DataDir = None, migrate: bool = True) -> None:
 
 
 @app.command()
-def migrate(data_dir: DataDir = None) -> None:
+def migrate(
+    data_dir: DataDir = None,
+    search_attributes: Annotated[
+        bool, typer.Option(help="also create Lomo's search attributes in Temporal")
+    ] = False,
+) -> None:
     """Migrate the database to the current schema and exit (a deployment's one-shot job
     before its api replicas start with --no-migrate)."""
     from lomo.db.migrate import upgrade
 
-    upgrade(_settings(data_dir).resolved_database_url)
+    s = _settings(data_dir)
+    upgrade(s.resolved_database_url)
     typer.echo("database at the current schema")
+    if not search_attributes:
+        return
+    from cli.deploy import register_search_attributes
+    from lomo.temporal import connect
+
+    async def run() -> list[str]:
+        return await register_search_attributes(await connect(s))
+
+    created = asyncio.run(run())
+    typer.echo(f"search attributes created: {', '.join(created) or 'none missing'}")
+    _exit_past_temporal(0)
 
 
 @app.command()
