@@ -12,7 +12,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from temporalio.api.enums.v1 import VersionDrainageStatus, WorkerDeploymentVersionStatus
+from temporalio.api.enums.v1 import (
+    IndexedValueType,
+    VersionDrainageStatus,
+    WorkerDeploymentVersionStatus,
+)
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
     SetWorkerDeploymentCurrentVersionRequest,
@@ -21,6 +29,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from lomo.errors import ConfigError
+from lomo.temporal import SEARCH_ATTRIBUTES
 
 
 @dataclass
@@ -63,3 +72,22 @@ async def builds(client: Client, deployment: str) -> list[BuildState]:
         )
         for v in got.worker_deployment_info.version_summaries
     ]
+
+
+async def register_search_attributes(client: Client) -> list[str]:
+    """Create Lomo's custom search attributes (lomo/temporal.py) that the namespace lacks,
+    as the dev server and the compose stack's admin job do; returns the names created."""
+    namespace = client.namespace
+    have = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    missing = {
+        name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{type_.upper()}")
+        for name, type_ in SEARCH_ATTRIBUTES.items()
+        if name not in have.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        )
+    return sorted(missing)

@@ -127,6 +127,33 @@ def api(data_dir: DataDir = None, migrate: bool = True) -> None:
 
 
 @app.command()
+def migrate(
+    data_dir: DataDir = None,
+    search_attributes: Annotated[
+        bool, typer.Option(help="also create Lomo's search attributes in Temporal")
+    ] = False,
+) -> None:
+    """Migrate the database to the current schema and exit (a deployment's one-shot job
+    before its api replicas start with --no-migrate)."""
+    from lomo.db.migrate import upgrade
+
+    s = _settings(data_dir)
+    upgrade(s.resolved_database_url)
+    typer.echo("database at the current schema")
+    if not search_attributes:
+        return
+    from cli.deploy import register_search_attributes
+    from lomo.temporal import connect
+
+    async def run() -> list[str]:
+        return await register_search_attributes(await connect(s))
+
+    created = asyncio.run(run())
+    typer.echo(f"search attributes created: {', '.join(created) or 'none missing'}")
+    _exit_past_temporal(0)
+
+
+@app.command()
 def sim(data_dir: DataDir = None) -> None:
     """Run the generation simulator."""
     from sim.server import run
@@ -141,6 +168,25 @@ def sim(data_dir: DataDir = None) -> None:
         token=s.sim_token.get_secret_value(),
         allowed_hosts=s.trusted_hosts,
     )
+
+
+@app.command()
+def health(
+    part: Annotated[
+        str | None, typer.Argument(help="api, worker, memory or sim; default: PID 1's part")
+    ] = None,
+) -> None:
+    """Exit 0 while this container's Lomo process answers its health endpoint, else 1 (the
+    image's HEALTHCHECK)."""
+    from cli.health import PARTS, check, container_part
+
+    part = part or container_part()
+    if part not in PARTS:
+        typer.echo(f"not a Lomo part: {part!r} (give one of {', '.join(PARTS)})", err=True)
+        raise typer.Exit(2)
+    ok, said = check(get_settings(), part)
+    typer.echo(said)
+    raise typer.Exit(0 if ok else 1)
 
 
 @user_app.command("add")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -67,8 +69,13 @@ def deployment(settings: Settings) -> WorkerDeploymentConfig | None:
 
 
 def make_worker(
-    client: Client, settings: Settings, activities: list[Any], workflows: list[type] | None = None
+    client: Client,
+    settings: Settings,
+    activities: list[Any],
+    workflows: list[type] | None = None,
+    drain_seconds: float = 0.0,
 ) -> Worker:
+    """`drain_seconds`: how long running activities may go on once shutdown starts."""
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -76,7 +83,23 @@ def make_worker(
         activities=activities,
         deployment_config=deployment(settings),
         workflow_runner=workflow_runner(),
+        graceful_shutdown_timeout=timedelta(seconds=drain_seconds),
     )
+
+
+def drain_on_sigterm(worker: Worker) -> None:
+    """SIGTERM (a rolling update, `docker stop`) stops polling and lets running activities
+    finish within the worker's graceful timeout; what is still running then is cancelled
+    and retried elsewhere. A second SIGTERM is the same request."""
+    loop = asyncio.get_running_loop()
+    pending: list[asyncio.Task[None]] = []
+
+    def shutdown() -> None:
+        if not pending:
+            log.info("SIGTERM: draining the worker")
+            pending.append(loop.create_task(worker.shutdown()))
+
+    loop.add_signal_handler(signal.SIGTERM, shutdown)
 
 
 async def run_worker(settings: Settings, workflows: list[type] | None = None) -> None:
@@ -90,7 +113,11 @@ async def run_worker(settings: Settings, workflows: list[type] | None = None) ->
             settings, telemetry.temporal_runtime(), telemetry.temporal_interceptors(provider)
         )
         telemetry.serve_metrics(settings.worker_metrics_port, settings.host)
-        worker = make_worker(client, settings, build_activities(settings, db, http), workflows)
+        acts = build_activities(settings, db, http)
+        # Running activities get as long as a heartbeat timeout to finish: past it the
+        # server would retry them elsewhere anyway (the pod's grace period is longer).
+        worker = make_worker(client, settings, acts, workflows, settings.heartbeat_timeout_seconds)
+        drain_on_sigterm(worker)
         log.info("worker polling %s on %s", settings.task_queue, settings.resolved_temporal_address)
         try:
             await worker.run()

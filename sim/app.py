@@ -457,6 +457,12 @@ def create_app(
     app.state.sim = sim
     app.add_middleware(TrustedHosts, allowed=allowed_hosts)
     operator = [_bearer(token)]
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        """Unauthenticated, for probes: a process that answers is serving."""
+        return {"status": "ok", "service": "lomo-sim"}
+
     app.include_router(payments_router(payments, operator))
     _install_errors(app)
     app.include_router(_jobs_router(sim, operator))

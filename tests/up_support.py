@@ -39,13 +39,21 @@ def up_env(**extra: str) -> dict[str, str]:
 
 
 def start_up(
-    data_dir: Path, env: dict[str, str], *args: str, within: float = 120
+    data_dir: Path,
+    env: dict[str, str],
+    *args: str,
+    within: float = 120,
+    command: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    """`args`: more options of `lomo up` (`--workers 2`); `within`: seconds to be ready."""
+    """`args`: more options of `lomo up` (`--workers 2`); `within`: seconds to be ready;
+    `command`: the `lomo` to run (default: this interpreter's)."""
     log = data_dir.parent / f"{data_dir.name}-lomo-up.log"
+    lomo = command or [sys.executable, "-m", "cli.main"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir), *args],
+        [*lomo, "up", "--data-dir", str(data_dir), *args],
         env=env,
+        cwd=cwd,
         # A file, not a pipe nobody reads: a long crash loop's log lines must not block it.
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
