@@ -13,7 +13,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
-from api import errors
+from api import errors, openapi
 from api.dispatch import TemporalGetter
 from api.limits import DEFAULT_BODY, BodyLimit, body_limit
 from api.rate_store import SharedBuckets
@@ -190,6 +190,7 @@ def create_app(
     app.include_router(metrics.router)
     if provider is not None:
         FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)
+    openapi.install(app)
     mount_docs(app)
     mount_web(app)
     return app

@@ -18,7 +18,6 @@ cannot make the api hold an upload-sized body in memory."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from lomo.auth import principal_for_token
 from lomo.db.engine import Database
 from lomo.errors import Unauthorized
+from lomo.problem import PROBLEM_JSON, problem_bytes
 
 ENVELOPE = 64 * 1024
 DEFAULT_BODY = 256 * 1024
@@ -42,10 +42,7 @@ SIGNED = frozenset({CALLBACKS, PAYMENT_WEBHOOKS})
 UNBEARERED = SIGNED | {"/v1/session/check"}
 # "\u0000" after an even run of backslashes (an odd run makes it literal text).
 NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
-NUL_BODY: dict[str, object] = {
-    "error": "invalid_input",
-    "detail": "the request contains a NUL character (\\u0000), which cannot be stored",
-}
+NUL_DETAIL = "the request contains a NUL character (\\u0000), which cannot be stored"
 
 
 def body_limit(max_upload_bytes: int) -> int:
@@ -68,14 +65,14 @@ class BodyLimit:
         limit = self.upload_limit if upload else self.limit
         # Who, before how much: a stranger learns nothing about the limits.
         if _has_body(headers) and (refused := await _refused_bearer(scope, headers, upload)):
-            await send_error(send, 401, {"error": "unauthorized", "detail": refused}, AUTH_HEADERS)
+            await send_error(send, 401, "unauthorized", refused, AUTH_HEADERS)
             return
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             await _too_large(send, int(length), limit)
             return
         if _has_nul_in_url(scope):
-            await send_error(send, 400, NUL_BODY, [])
+            await send_error(send, 400, "invalid_input", NUL_DETAIL, [])
             return
         await self._read_then_call(scope, receive, send, limit)
 
@@ -95,7 +92,7 @@ class BodyLimit:
                 break
         body = b"".join(chunks)
         if b"\x00" in body or NUL_ESCAPE.search(body):
-            await send_error(send, 400, NUL_BODY, [(b"connection", b"close")])
+            await send_error(send, 400, "invalid_input", NUL_DETAIL, [(b"connection", b"close")])
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -153,19 +150,23 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 async def _too_large(send: Send, size: int, limit: int) -> None:
     detail = f"the request body is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.1f} MB"
-    body = {"error": "too_large", "detail": detail, "limit_bytes": limit}
-    await send_error(send, 413, body, [(b"connection", b"close")])
+    await send_error(send, 413, "too_large", detail, [(b"connection", b"close")], limit_bytes=limit)
 
 
 async def send_error(
-    send: Send, status: int, body: dict[str, object], headers: list[tuple[bytes, bytes]]
+    send: Send,
+    status: int,
+    code: str,
+    detail: str,
+    headers: list[tuple[bytes, bytes]],
+    **extra: object,
 ) -> None:
-    """The api's error body (API.md) from below the app."""
+    """The api's error body (docs/api.md, "Errors") from below the app."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), *headers],
+            "headers": [(b"content-type", PROBLEM_JSON.encode()), *headers],
         }
     )
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+    await send({"type": "http.response.body", "body": problem_bytes(status, code, detail, **extra)})

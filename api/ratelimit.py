@@ -162,12 +162,9 @@ class RateLimit:
 
 async def _refuse(send: Send, wait: float, why: str) -> None:
     retry = max(1, math.ceil(wait))
-    body = {
-        "error": "rate_limited",
-        "detail": f"too many requests {why}; retry in {retry} s",
-        "retry_after_seconds": retry,
-    }
-    await send_error(send, 429, body, [(b"retry-after", str(retry).encode())])
+    detail = f"too many requests {why}; retry in {retry} s"
+    headers = [(b"retry-after", str(retry).encode())]
+    await send_error(send, 429, "rate_limited", detail, headers, retry_after_seconds=retry)
 
 
 class StreamSlots:

@@ -3,10 +3,11 @@ DNS name to this machine still sends its own name, and is refused with 400."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lomo.problem import PROBLEM_JSON, problem_bytes
 
 
 def host_name(header: str) -> str:
@@ -38,7 +39,7 @@ class TrustedHosts:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps({"error": "invalid_host", "detail": "Host header not allowed"}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        body = problem_bytes(400, "invalid_host", "Host header not allowed")
+        headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", b"%d" % len(body))]
         await send({"type": "http.response.start", "status": 400, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -79,6 +79,9 @@ SUMMARY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attem
 # Early job ends kept at once: a turn places a handful of orders, not dozens.
 EARLY_ENDS_KEPT = 32
 EARLY_END_PATCH = "early-job-end"
+# A confirmed call run again that made no job (its submit failed, it was refused) wakes
+# the model, which says why; before this the task waited on the person with no word.
+RERUN_SAYS_WHY = "rerun-without-work-wakes"
 
 
 class Stopped(Exception):
@@ -479,10 +482,20 @@ class TaskWorkflow:
                 rerun.append(call_id)
             else:
                 s.wake = True
-        await asyncio.gather(*(self._call(cid) for cid in rerun))
+        outcomes = await asyncio.gather(*(self._call(cid) for cid in rerun))
+        if any(not self._led_to_work(o) for o in outcomes) and workflow.patched(RERUN_SAYS_WHY):
+            s.wake = True
         if s.wake:
             s.wake = False
             await self._turn()
+
+    def _led_to_work(self, outcome: ToolOutcome) -> bool:
+        """A rerun confirmed call led to what the answer approved: a job to wait on, or a
+        new question (another card). An error, a refusal or the answered card again did
+        not: the model's next turn reads the call's result and tells the person."""
+        if outcome.order_id is not None or outcome.flow_run:
+            return True
+        return outcome.card_id is not None and outcome.card_id not in self.state.answered
 
     async def _turn_state(self) -> TurnState:
         s = self.state

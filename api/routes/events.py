@@ -11,6 +11,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.deps import CurrentUser, DbDep, SettingsDep, StreamsDep
 from api.schemas.common import MAX_DB_INT
+from api.schemas.events import event_schema
 from api.services.events import event_stream
 from lomo.errors import InvalidInput, RateLimited
 
@@ -20,7 +21,8 @@ SSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `id: <seq>`, `event: <type>`, and `data:` a JSON "
         'object {"seq", "type", "data", "at"}; comment lines keep the stream alive',
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Each event, one schema per type (the stream's lines per the SSE format).
+        "content": {"text/event-stream": {"schema": event_schema()}},
     }
 }
 

@@ -22,6 +22,7 @@ from api.schemas.objects import (
 )
 from api.services import objects
 from workspace import media
+from workspace.media import ALLOWED
 
 router = APIRouter(prefix="/v1/objects", tags=["objects"])
 Version = Annotated[int | None, Query(ge=1, le=MAX_DB_INT)]
@@ -31,7 +32,11 @@ BLOB_CSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
 BYTES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The asset's bytes, with its media type",
-        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+        # Each type it may leave as (workspace/media.py); anything else as octet-stream.
+        "content": {
+            media: {"schema": {"type": "string", "format": "binary"}}
+            for media in sorted(ALLOWED | {"application/octet-stream"})
+        },
     }
 }
 

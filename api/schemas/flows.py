@@ -54,4 +54,4 @@ class RunList(BaseModel):
 class RunIn(BaseModel):
     # The task that owns the run (its orders, its price card, its progress line); default:
     # the task that made or last read the flow. Paid nodes need one.
-    task_id: str | None = Field(default=None, max_length=40)
+    task_id: str | None = Field(default=None, min_length=1, max_length=40)

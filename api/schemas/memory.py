@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 
 class ForgetIn(BaseModel):
-    memory_id: str | None = Field(default=None, max_length=40)
+    memory_id: str | None = Field(default=None, min_length=1, max_length=40)
     text: str | None = Field(default=None, max_length=2000)
 
 

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# An id is never empty: "" is refused (422), not read as "none" in one place and stored
+# as a value in another (two messages with "" as client id collided).
+Id = Annotated[str, Field(min_length=1, max_length=40)]
 
 
 class MessageIn(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"text": "A red tabby cat"}]})
     text: str = Field(min_length=1)
-    client_message_id: str | None = Field(default=None, max_length=200)
-    task_id: str | None = Field(default=None, max_length=40)
-    card_id: str | None = Field(default=None, max_length=40)
-    object_id: str | None = Field(default=None, max_length=40)
-    attachments: list[str] = Field(default_factory=list, max_length=50)
+    client_message_id: str | None = Field(default=None, min_length=1, max_length=200)
+    task_id: Id | None = None
+    card_id: Id | None = None
+    object_id: Id | None = None
+    attachments: list[Id] = Field(default_factory=list, max_length=50)
 
 
 class TaskMessageIn(BaseModel):
     text: str = Field(min_length=1)
-    client_message_id: str | None = Field(default=None, max_length=200)
+    client_message_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class Routing(BaseModel):

@@ -16,7 +16,7 @@ from api.services.handoff import arrived, hand_over_bounded
 from journal.moves import is_notice
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow, User
-from lomo.errors import NotFound, TooLarge
+from lomo.errors import Conflict, NotFound, TooLarge
 from lomo.events import append_event
 from lomo.ids import new_id
 from lomo.settings import Settings
@@ -34,6 +34,7 @@ async def accept_message(
     user: User,
     body: MessageIn,
     channel: str,
+    raced: bool = False,
 ) -> MessageAccepted:
     """Store the message, then hand it to Temporal within `handoff_wait_seconds`.
     `temporal` is called only after the message is stored: a Temporal that is down does
@@ -47,7 +48,9 @@ async def accept_message(
         old = await _same_client_message(s, user.id, body.client_message_id)
         msg = old or await store_message(s, user.id, body, channel)
     if msg is None:  # a concurrent duplicate won the race: answer as for a retry
-        return await accept_message(db, temporal, settings, user, body, channel)
+        if raced:  # the winner is not found by its client id: never loop on it
+            raise Conflict("a message with this client_message_id could not be stored")
+        return await accept_message(db, temporal, settings, user, body, channel, raced=True)
     if old is not None:
         # The same client message again stores nothing new, but unless it has visibly
         # arrived it is handed over again: the first attempt may have stored it and then
