@@ -347,13 +347,14 @@ def _pieces_of(
     in one piece becomes pieces that add up to it (said in the step's title)."""
     fmt = f", {', '.join(p.formats)}" if p.formats else ""
     if seconds is None or p.medium not in _LIMITS:
-        prompts = tuple(f"{p.word} {k} of {n}{fmt}: {brief}" for k in range(1, n + 1))
-        return prompts, (), ""
+        whole = tuple(f"{p.word} {k} of {n}{fmt}: {brief}" for k in range(1, n + 1))
+        return whole, (), ""
     lo, hi = _LIMITS[p.medium]
     seconds = max(lo, seconds)
     split = math.ceil(seconds / hi)
     lengths = [seconds // split + (1 if k < seconds % split else 0) for k in range(split)]
-    prompts, durations = [], []
+    prompts: list[str] = []
+    durations: list[int | None] = []
     for k in range(1, n + 1):
         for j, length in enumerate(lengths, 1):
             piece = f" (piece {j} of {split}, {length} s)" if split > 1 else ""
