@@ -60,15 +60,15 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
      "mockup|emoji|avatar|portrait|porträt|graphic|grafik|visual|infographic|infografik|"
      "meme|header|headerbild|titelbild|cover|umschlag|page|seite|frame|panel|tile|kachel|"
      "pattern|muster|ad|advert|anzeige|post|beitrag|design|entwurf|storyboard|slide|"
-     "template|vorlage",
+     "template|vorlage|shot",
      "pictures|bilder|bildern|images|photos|fotos|illustrations|illustrationen|drawings|"
      "zeichnungen|paintings|artworks|motifs|motive|motiven|prints|drucke|wallpapers|"
      "thumbnails|mockups|emojis|avatars|portraits|porträts|graphics|grafiken|visuals|"
      "infographics|memes|headers|covers|pages|seiten|frames|panels|tiles|kacheln|patterns|"
      "ads|adverts|anzeigen|posts|beiträge|beiträgen|designs|entwürfe|storyboards|slides|"
-     "templates|vorlagen"),
+     "templates|vorlagen|shots"),
     # Scenes and shots are pictures inside a storyboard only ("a storyboard of four scenes").
-    ("scene", "scene|szene|shot|einstellung", "scenes|szenen|shots|einstellungen"),
+    ("scene", "scene|szene|einstellung", "scenes|szenen|einstellungen"),
     ("video", "video|clip|reel|film|movie|animation|trailer|teaser|spot|commercial|intro|"
      "outro|gif",
      "videos|clips|reels|filme|films|movies|animations|animationen|trailers|trailer|"
@@ -76,12 +76,14 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
     ("audio", "jingle|song|lied|music|musik|soundtrack|track|sound|geräusch|klang|melody|"
      "melodie|voiceover|voice-over|sprachaufnahme|ringtone|klingelton|beat|theme|tune|"
      "audio|loop|hymne|anthem|soundeffekt|sound-effekt|sting|stinger|lullaby|schlaflied|"
-     "soundscape|geräuschkulisse|klangkulisse|klangteppich|atmo|"
+     "soundscape|geräuschkulisse|klangkulisse|klangteppich|atmo|audiodatei|tondatei|"
+     "musikstück|"
      "wiegenlied|ansage|durchsage|stimme|narration|podcast-intro|hörspiel|score",
      "jingles|songs|lieder|liedern|soundtracks|tracks|sounds|geräusche|klänge|melodies|"
      "melodien|voiceovers|ringtones|klingeltöne|beats|themes|tunes|loops|hymnen|anthems|"
      "soundeffekte|sound-effekte|effects|effekte|stings|stingers|lullabies|ansagen|"
-     "durchsagen|stimmen|hörspiele|scores|soundscapes|geräuschkulissen"),
+     "durchsagen|stimmen|hörspiele|scores|soundscapes|geräuschkulissen|audiodateien|"
+     "tondateien|musikstücke"),
     ("3d", "model|modell|figurine|figur|sculpture|skulptur|statue|object|objekt",
      "models|modelle|modellen|figurines|figuren|sculptures|skulpturen|statues|objects|"
      "objekte"),
@@ -156,6 +158,9 @@ def _forms() -> list[tuple[str, str, bool, str]]:
 
 
 _FORMS = _forms()
+# German words that end in a piece's noun but name none ("Eindruck", "Webseite", "Brettspiel").
+_DE_WHOLE = {"seite", "seiten", "spiel", "druck", "drucke", "text", "objekt", "objekte", "klang",
+             "figur", "muster", "model", "models", "art", "loop", "post"}  # fmt: skip
 # Forms that are singular and plural alike ("sticker", "Banner"): plural unless counted.
 _BOTH = {f for f, _, plural, _ in _FORMS if plural} & {
     f for f, _, plural, _ in _FORMS if not plural
@@ -179,6 +184,7 @@ _QUALIFIED = {"idea", "ideas", "campaign", "shoot", "call", "festival", "night",
               "studio", "shop", "store", "channel", "account", "club", "team", "contest",
               "competition", "screening", "budget", "launch", "lover", "lovers", "fan",
               "fans", "school", "class", "course", "workshop", "room", "wall"}  # fmt: skip
+_UNITS = {"piece", "pieces", "bit", "bits", "snippet", "snippets"}
 _REFERS = {"the", "these", "those", "all", "die", "diese", "alle", "allen", "jene", "sämtliche"}
 _PIECES = {"stück", "pieces", "stücke", "exemplare", "varianten", "variants", "versions",
            "versionen", "mal"}  # fmt: skip
@@ -207,7 +213,9 @@ def _noun(token: str) -> tuple[str, bool, str] | None:
         head = low[: -len(form)]
         # Compounds are German nouns, written with a capital ("Werbeplakate"); a lower-case
         # English word that ends like a piece is another word ("frosting", "discover").
-        if head.endswith("-") or (form not in _EXACT_ONLY and token[:1].isupper()):
+        upper = token[:1].isupper() and form not in _DE_WHOLE
+        said_medium = any(head.startswith(w) for w, _ in _COMPOUND_MEDIUM)  # "Radiospot"
+        if head.endswith("-") or (upper and (form not in _EXACT_ONLY or said_medium)):
             said = next((m for w, m in _COMPOUND_MEDIUM if head.startswith(w)), medium)
             return (said if medium in ("image", "video") else medium), plural, head + stem
     upper = token[:1].isupper()
@@ -233,9 +241,8 @@ def read(text: str) -> Reading:
         pair = f"{low[i]} {low[i + 1]}" if i + 1 < len(low) else ""
         if i <= skip:
             continue
-        if (re.fullmatch(_UNSUPPORTED, low[i]) or re.fullmatch(_UNSUPPORTED, pair)) and (
-            _made_here(low, i)
-        ):
+        end = low[i].rsplit("-", 1)[-1] if tok[:1].isupper() else ""  # "Excel-Tabelle"
+        if any(re.fullmatch(_UNSUPPORTED, w) for w in (low[i], pair, end)) and _made_here(low, i):
             whole = pair if re.fullmatch(_UNSUPPORTED, pair) else low[i]
             skip = i + whole.count(" ")
             lead = f"{tokens[i - 1]} " if i and low[i - 1] in _ONE else ""
@@ -248,8 +255,8 @@ def read(text: str) -> Reading:
             continue  # "in portrait", "A4 portrait": the format of a piece
         if i + 1 < len(low) and low[i + 1] in _QUALIFIED:
             continue
-        if _described(low, i) or (heads and i and low[i - 1] in ("als", "as")):
-            continue  # "2 Etikettenentwürfe als Bild": what the piece is made as
+        if _described(low, i) or _made_as(low, i, heads, found[0]):
+            continue
         medium, plural, stem = found
         if medium == "3d" and not _says_3d(low, i):
             continue
@@ -300,8 +307,13 @@ def _timed_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[i
             _is_time_unit(low[j + 1])) else _compact_seconds(w)  # fmt: skip
         if not seconds or any(p.duration_s == seconds for _, p in out):
             continue
-        # The nearest clip before it in the sentence, else the nearest sound.
-        before = [k for k, (i, p) in enumerate(out) if i < j and not _sentence_between(low, i, j)]
+        # The nearest clip before it in the sentence, else the nearest sound; a sentence
+        # that names no piece ("About 25 seconds, warm voice") speaks of the last one.
+        own = not any(_sentence_between(low, i, j) for i, _ in out if i < j) or any(
+            not _sentence_between(low, j, i) for i, _ in out if i > j
+        )
+        near = [k for k, (i, p) in enumerate(out) if i < j]
+        before = [k for k in near if not _sentence_between(low, out[k][0], j)] if own else near[-1:]
         untimed = [k for k in before if out[k][1].duration_s is None]
         for medium in ("video", "audio"):
             if ks := [k for k in untimed if out[k][1].medium == medium]:
@@ -341,7 +353,23 @@ def _counted_after(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple
 
 
 def _rate_after(low: list[str], i: int) -> bool:
-    return i + 1 < len(low) and low[i + 1] in ("per", "pro", "je", "each", "a", "every")
+    """ "one clip per day", "one picture for each stall": a rate, not a count."""
+    after = low[i + 1 : i + 3]
+    if after and after[0] in ("per", "pro", "je", "each", "a", "every"):
+        return True
+    return after[:1] in (["for"], ["für"]) and after[1:2] in (["each"], ["every"], ["jede"],
+                                                             ["jeden"], ["jedes"])  # fmt: skip
+
+
+def _made_as(low: list[str], i: int, heads: list[tuple[int, Named]], medium: str) -> bool:
+    """ "2 Etikettenentwürfe als Bild", "music … as a temp track": what a piece named
+    before is made as (a noun of another medium after "als" is a piece of its own: "ein
+    Wiehern als Sound")."""
+    j = i - 1
+    while j >= max(0, i - 3) and low[j] not in ("als", "as") and low[j] not in _BREAK:
+        j -= 1
+    as_ = j >= 0 and low[j] in ("als", "as")
+    return bool(as_ and heads and heads[-1][1].medium == medium)
 
 
 def _is_format_here(low: list[str], i: int) -> bool:
@@ -409,6 +437,10 @@ def _phrase(
         if w in ("of", "von") and j >= 2 and _is_time_unit(low[j - 1]) and _number(low[j - 2]):
             seconds = _seconds(_number(low[j - 2]) or 0, low[j - 1])  # "30 seconds of music"
             break
+        if w == "of" and j >= 1 and low[j - 1] in _UNITS:
+            words[:0] = tokens[j - 1 : j + 1]  # "a 20-second piece of music": one piece
+            j -= 2
+            continue
         if w in _BREAK or not re.match(r"[\w]", w):
             break
         if (n := _number(w)) is not None:

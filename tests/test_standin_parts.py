@@ -16,8 +16,15 @@ from standin.planner import MAX_PIECES, Plan, plan_of
 
 DATA = Path(__file__).parent / "data"
 # The share of each held-out set the plans must get right (make plans-eval, where the
-# stack makes and presents every piece, reports the same figures).
-FLOOR = {"heldout_plans_v1.jsonl": 0.95}
+# stack makes and presents every piece, reports the same figures). v1 to v4 were each
+# measured blind once and then read to fix what they showed (docs/testing.md, "Plans
+# eval"); they guard against regressions.
+FLOOR = {
+    "heldout_plans_v1.jsonl": 0.95,
+    "heldout_plans_v2.jsonl": 0.95,
+    "heldout_plans_v3.jsonl": 0.95,
+    "heldout_plans_v4.jsonl": 0.95,
+}
 
 
 def _reading(text: str) -> list[tuple[str, str, int | None, int | None]]:
