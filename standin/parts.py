@@ -77,13 +77,13 @@ _LEXICON: tuple[tuple[str, str, str], ...] = (
      "melodie|voiceover|voice-over|sprachaufnahme|ringtone|klingelton|beat|theme|tune|"
      "audio|loop|hymne|anthem|soundeffekt|sound-effekt|sting|stinger|lullaby|schlaflied|"
      "soundscape|geräuschkulisse|klangkulisse|klangteppich|atmo|audiodatei|tondatei|"
-     "musikstück|"
+     "musikstück|tusch|fanfare|"
      "wiegenlied|ansage|durchsage|stimme|narration|podcast-intro|hörspiel|score",
      "jingles|songs|lieder|liedern|soundtracks|tracks|sounds|geräusche|klänge|melodies|"
      "melodien|voiceovers|ringtones|klingeltöne|beats|themes|tunes|loops|hymnen|anthems|"
      "soundeffekte|sound-effekte|effects|effekte|stings|stingers|lullabies|ansagen|"
      "durchsagen|stimmen|hörspiele|scores|soundscapes|geräuschkulissen|audiodateien|"
-     "tondateien|musikstücke"),
+     "tondateien|musikstücke|fanfaren|fanfares"),
     ("3d", "model|modell|figurine|figur|sculpture|skulptur|statue|object|objekt",
      "models|modelle|modellen|figurines|figuren|sculptures|skulpturen|statues|objects|"
      "objekte"),
@@ -115,6 +115,7 @@ _MAKING = re.compile(
     r"brauch\w*|bräucht\w*|möcht\w*|hätte|entwirf|richte\w*)$",
     re.I,
 )
+_ONE_FOR = re.compile(r"\b(?:one|eins|einen|eine|einer|ein)\s+(?:for|für|fürs|zum|zur)\b", re.I)
 _ONE_EACH = re.compile(
     r"\b(?:one|ein\w*)\s+(?:for each|for every|per|pro|je|für jede\w*)\s+(?:of\s+)?"
     r"(?:\w+\s+)?(\w+)|\bfür jede\w*\s+der\s+(\w+)",
@@ -231,7 +232,15 @@ def _number(token: str) -> int | None:
     return _NUMBERS.get(low)
 
 
+_HALF_MINUTE = re.compile(
+    r"\bhalf[- ]a[- ]minute\b|\bhalf-minute\b|\b(?:einer|eine|ner)\s+halben\s+minute\b|"
+    r"\bhalbe[n]?\s+minute\b|\bhalbminütig\w*",
+    re.I,
+)
+
+
 def read(text: str) -> Reading:
+    text = _HALF_MINUTE.sub("30 seconds", text)
     tokens = _WORD.findall(text)
     low = [t.lower() for t in tokens]
     out = Reading()
@@ -242,6 +251,9 @@ def read(text: str) -> Reading:
         if i <= skip:
             continue
         end = low[i].rsplit("-", 1)[-1] if tok[:1].isupper() else ""  # "Excel-Tabelle"
+        first = low[i].split("-", 1)[0]
+        if "-" in low[i] and _noun(end.capitalize()) is None and re.fullmatch(_UNSUPPORTED, first):
+            end = first  # "PDF-Preisblatt": a PDF, where its last word names no piece
         if any(re.fullmatch(_UNSUPPORTED, w) for w in (low[i], pair, end)) and _made_here(low, i):
             whole = pair if re.fullmatch(_UNSUPPORTED, pair) else low[i]
             skip = i + whole.count(" ")
@@ -400,8 +412,13 @@ def _made_here(low: list[str], i: int) -> bool:
     """An unsupported thing the request asks to be made ("a website and three banners"),
     not one it is for ("banners for my website", "icons for our app")."""
     before = low[max(0, i - 3) : i]
-    if any(w in _SUBJECT or w in _OWNED for w in before):
-        return False
+    # The nearest determiner before it decides: "eine Excel-Tabelle" is made, "für meine
+    # Website" is whom other pieces are for.
+    for w in reversed(before):
+        if w in _SUBJECT or w in _OWNED:
+            return False
+        if w in _ONE or _number(w) is not None:
+            break
     # A verb in its sentence asks for it, before it or (German) at the end: not "we're
     # launching an app".
     j, k = i - 1, i + 1
@@ -557,7 +574,9 @@ def _merged(heads: list[tuple[int, Named]], low: list[str]) -> list[tuple[int, N
         after_with = i > 0 and low[i - 1] in ("with", "mit")
         if prev and after_with and prev.medium == part.medium and part.count is None:
             continue
-        if prev and prev.stem == part.stem and part.count in (None, prev.count):
+        same = prev is not None and part.word.lower() == prev.word.lower()
+        again = prev is not None and (part.count is None or (same and part.count == prev.count))
+        if prev and prev.stem == part.stem and again:
             continue
         out.append((i, part))
     return out
@@ -586,6 +605,9 @@ def _conflicts(parts: list[Named], low: list[str]) -> list[tuple[int, int]]:
     counted = [p.count for p in parts if p.count and p.count > 1]
     if len(counted) != 1:
         return out
+    listed = len(_ONE_FOR.findall(text))
+    if listed >= 2 and listed != counted[0]:
+        out.append((counted[0], listed))  # "3 pictures: one for …, one for …, … and one for …"
     for m in _ONE_EACH.finditer(text):
         n = _number(m.group(1) or m.group(2))
         if n and n != counted[0]:
