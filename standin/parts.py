@@ -185,6 +185,8 @@ _QUALIFIED = {"idea", "ideas", "campaign", "shoot", "call", "festival", "night",
               "studio", "shop", "store", "channel", "account", "club", "team", "contest",
               "competition", "screening", "budget", "launch", "lover", "lovers", "fan",
               "fans", "school", "class", "course", "workshop", "room", "wall"}  # fmt: skip
+_EARLIER = {"yesterday", "gestrige", "gestrigen", "gestriges", "gestriger", "letzte", "letzten",
+            "letztes", "vorige", "vorigen", "voriges", "earlier", "previous", "last"}  # fmt: skip
 _UNITS = {"piece", "pieces", "bit", "bits", "snippet", "snippets"}
 _REFERS = {"the", "these", "those", "all", "die", "diese", "alle", "allen", "jene", "sämtliche"}
 _PIECES = {"stück", "pieces", "stücke", "exemplare", "varianten", "variants", "versions",
@@ -474,6 +476,10 @@ def _phrase(
             count = 1
             if j and low[j - 1] in _SUBJECT:
                 return None  # "music for a trailer": what the piece is for
+            break
+        elif w.endswith(("'s", "’s")) or w in _EARLIER:
+            if count is None:
+                return None  # "yesterday's cat picture": a piece that exists already
             break
         elif w in _OPEN or w in _OWNED:
             if w in _OWNED and count is None:

@@ -174,6 +174,7 @@ def person_texts(messages: list[Message]) -> list[str]:
 
 # Only trims the leading "forget (that)" off what to forget; recognising a forget request
 # is the recogniser's job.
+_LANGUAGE = re.compile(r"^\[runtime\] task \S+ \(\w+\), language (\w+)", re.MULTILINE)
 _FORGET = re.compile(
     r"^\s*(?:please\s+)?(?:forget|vergiss)\s*,?\s*(?:that|dass)?\s*(?P<what>.+?)[.!]?\s*$",
     re.IGNORECASE,
@@ -183,11 +184,19 @@ _FORGET = re.compile(
 def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | None:
     """ "Forget that our brand colour is blue": ask on a forget card (the memory service
     acts only on the person's confirmation), then say what happened."""
-    if not person or recognise(person[0]).intent != "forget":
+    asked = any(
+        isinstance(b, ToolUseBlock) and b.name == "forget_memory"
+        for msg in request.messages
+        for b in msg.content
+    )
+    # Once forgotten, the request's own words are scrubbed: the call in the history and the
+    # task's language in the header still say what the task is.
+    if not asked and (not person or recognise(person[0]).intent != "forget"):
         return None
-    m = _FORGET.match(person[0])
-    what = m.group("what") if m else person[0].strip(" .!")
-    lang = detect_language(person[0])
+    m = _FORGET.match(person[0]) if person else None
+    what = m.group("what") if m else (person[0].strip(" .!") if person else "")
+    header = _LANGUAGE.search(" ".join(b.text for b in request.system))
+    lang = header.group(1) if header else detect_language(person[0] if person else "")
     tail = next(
         (
             b.text
@@ -197,6 +206,13 @@ def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | Non
         "",
     )
     answer = _ANSWER.search(tail)
+    if answer is None and asked:
+        return ModelResponse(
+            content=[TextBlock(text="Vergessen." if lang == "de" else "Forgotten.")],
+            stop_reason="end_turn",
+            usage=Usage(input_tokens=_tokens(request), output_tokens=4),
+            model="lomo-offline",
+        )
     if answer is None:
         return calls(request, [("forget_memory", {"text": what})])
     if answer.group(3) == "confirm":
