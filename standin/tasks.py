@@ -19,6 +19,7 @@ from llm.types import (
     ToolUseBlock,
     Usage,
 )
+from lomo.words import say
 from routing.text import detect_language
 from standin.intents import recognise
 
@@ -174,17 +175,33 @@ def person_texts(messages: list[Message]) -> list[str]:
 
 # Only trims the leading "forget (that)" off what to forget; recognising a forget request
 # is the recogniser's job.
-_LANGUAGE = re.compile(r"^\[runtime\] task \S+ \(\w+\), language (\w+)", re.MULTILINE)
+_LANGUAGE = re.compile(r"\[runtime\] task \S+ \(\w+\), language (\w+)")
 _FORGET = re.compile(
     r"^\s*(?:please\s+)?(?:forget|vergiss)\s*,?\s*(?:that|dass)?\s*(?P<what>.+?)[.!]?\s*$",
     re.IGNORECASE,
 )
 
 
+def _forget_answer(request: ModelRequest) -> re.Match[str] | None:
+    """The person's answer to a forget card in the runtime's lines, told by the card's
+    title (the words catalogue's): forgetting scrubs the request and the call that asked
+    from the history, so the answer is what is left of them."""
+    last = request.messages[-1] if request.messages else None
+    for b in last.content if last else []:
+        if not isinstance(b, TextBlock) or not b.text.startswith("[runtime]"):
+            continue
+        for m in _ANSWER.finditer(b.text):
+            for lang in ("en", "de"):
+                head, _, tail = say("memory.forget", lang, what="\x00").partition("\x00")
+                if m.group(2).startswith(head) and m.group(2).endswith(tail):
+                    return m
+    return None
+
+
 def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | None:
     """ "Forget that our brand colour is blue": ask on a forget card (the memory service
     acts only on the person's confirmation), then say what happened."""
-    asked = any(
+    asked = _forget_answer(request) is not None or any(
         isinstance(b, ToolUseBlock) and b.name == "forget_memory"
         for msg in request.messages
         for b in msg.content
@@ -205,7 +222,7 @@ def forget_step(request: ModelRequest, person: list[str]) -> ModelResponse | Non
         ),
         "",
     )
-    answer = _ANSWER.search(tail)
+    answer = _forget_answer(request) or _ANSWER.search(tail)
     if answer is None and asked:
         return ModelResponse(
             content=[TextBlock(text="Vergessen." if lang == "de" else "Forgotten.")],
