@@ -66,6 +66,9 @@ async def test_poster_plan_budget_end_to_end(
             # step to go on with): it shows them.
             text("Here are the three drafts."),
             _tools(draft),  # a fourth would exceed the plan: asks again
+            # The person declines it: the declined call made no job, so the model hears
+            # the refusal and says so.
+            text("Alright, no fourth draft."),
         ]
     )
     async with running_stack(
