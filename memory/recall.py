@@ -21,6 +21,7 @@ from datetime import datetime
 
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from lomo.db.engine import Database
 from lomo.db.models import MessageRow
@@ -214,15 +215,18 @@ async def _checked(
     if not ev_ids:
         return out
     hidden = await withheld_words(s, user_id, ev_ids)
+    original = aliased(MessageRow)
     rows = await s.execute(
-        select(Evidence, MessageRow.created_at, MessageRow.task_id)
+        select(Evidence, MessageRow.created_at, MessageRow.task_id, original.task_id)
         .outerjoin(MessageRow, MessageRow.id == Evidence.message_id)
+        .outerjoin(original, original.id == MessageRow.moved_from)
         .where(Evidence.id.in_(ev_ids), Evidence.user_id == user_id)
     )
     elsewhere = await _said_for_another_task(s, ev_ids, task_id)
-    for ev, said, said_in in rows.all():
-        # The task's own messages are in its context already (recent messages, summaries).
-        if ev.id in hidden or ev.id in elsewhere or said_in == task_id:
+    for ev, said, said_in, moved_from in rows.all():
+        # The task's own messages are in its context already (recent messages, summaries);
+        # words the person moved away from this task were not meant for it.
+        if ev.id in hidden or ev.id in elsewhere or task_id in (said_in, moved_from):
             continue
         out[ev.id] = Recalled(
             ev.id,

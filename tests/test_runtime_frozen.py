@@ -188,7 +188,9 @@ async def _pending_call(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | No
 async def _retried_elsewhere(
     handle: WorkflowHandle[Any, Any], frozen: int
 ) -> dict[str, Any] | None:
-    """The call's attempt that started on a worker other than the frozen one."""
+    """The call's attempt that started on a worker other than the frozen one: pending, or
+    (a retry that adopts the job it finds upstream can finish between two looks) the
+    attempt the history recorded as started once the call completed."""
     desc = await handle.describe()
     for a in desc.raw_description.pending_activities:
         head = a.last_worker_identity.split("@")[0]
@@ -196,6 +198,14 @@ async def _retried_elsewhere(
         if a.activity_type.name == "run_tool" and a.attempt >= 2 and pid and pid != frozen:
             at = a.last_started_time.ToDatetime().timestamp()
             return {"attempt": a.attempt, "pid": pid, "at": at}
+    try:
+        started = await _run_tool_started(handle)
+    except AssertionError:
+        return None  # not started again yet
+    head = str(started["identity"]).split("@")[0]
+    pid = int(head) if head.isdigit() else 0
+    if started["attempt"] >= 2 and pid and pid != frozen:
+        return {"attempt": started["attempt"], "pid": pid, "at": time.time()}
     return None
 
 
