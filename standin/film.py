@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from llm.types import ModelRequest, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from standin.tasks import read_view
 
 _FILM = re.compile(r"\b(film|movie|kurzfilm\w*)\b", re.IGNORECASE)
 _OBJECT = re.compile(r"\bobj_[0-9a-z]+\b")
@@ -26,10 +27,7 @@ _RUN = re.compile(
     r"(?P<done>\d+) of (?P<total>\d+) nodes done(?P<rest>.*)"
 )
 SHOTS = 6
-# The film's checklist step in the runtime's lines, and a run's results ("edit → obj_…").
-_STEP = re.compile(
-    r"^  - \[(?P<status>\w+)\] (?P<id>chk_[0-9a-z]+): (?:Short film|Kurzfilm)", re.MULTILINE
-)
+# A finished run's results in its progress line ("edit → obj_…").
 _RESULT = re.compile(r"→ (obj_[0-9a-z]+)")
 _IDS = re.compile(r"\b(?:obj|tsk|ord|crd|chk|frn)_[0-9a-z]+\b")
 _SAY = {
@@ -116,7 +114,8 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
             return tool_call(request, "create_flow", {"name": "Short film", "nodes": nodes})
     flow_id = film_flow(text)
     runs = [m for m in _RUN.finditer(tail) if flow_id is None or m["flow"] == flow_id]
-    step = _STEP.search(tail)
+    titles = _SAY["step"]
+    step = next((i for i in read_view(request, lang, text, text).items if i.title in titles), None)
     if not runs:
         if flow_id:
             return tool_call(request, "run_flow", {"object_id": flow_id})
@@ -129,8 +128,8 @@ def film_step(request: ModelRequest, lang: str, text: str) -> ModelResponse:
     cut = _RESULT.findall(rest)
     if status == "succeeded" and cut and step is None:
         return tool_call(request, "update_checklist", {"add": [{"title": _SAY["step"][de]}]})
-    if status == "succeeded" and cut and step is not None and step["status"] != "done":
-        update = {"id": step["id"], "status": "done", "artifacts": cut}
+    if status == "succeeded" and cut and step is not None and step.status != "done":
+        update = {"id": step.id, "status": "done", "artifacts": cut}
         return tool_call(request, "update_checklist", {"update": [update]})
     if status == "succeeded":
         # The app links the results; the reply names the work, never its ids.
